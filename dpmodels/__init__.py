@@ -1,0 +1,1 @@
+"""dpmodels: optimization models for differential privacy."""

@@ -1,0 +1,239 @@
+"""PGSR instances: the paper's running example, census-like and taxi-like generators, CSV files.
+
+The real data sets of the paper (2010 Census SF1, 2014 NYC taxi trips) cannot be fetched
+here, so the generators follow the shapes stated in spec section 6.6: 1/52/3,144 regions
+with N up to 1,000 and the paper's tail recipe for the census; 1/6/263 regions with
+heavy-tailed group sizes for the taxis.  ``scale`` multiplies the number of groups.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.hierarchy import Hierarchy
+from dpmodels.core.noise import make_rng
+from dpmodels.pgsr.data import GroupSizeData
+
+from . import data_path, register_generator, register_instance
+
+__all__ = ["running_example", "census_like", "taxi_like", "random_tree", "from_csv", "TAXI_BOROUGHS"]
+
+#: NYC TLC zone counts per borough (263 zones), spec 6.6.
+TAXI_BOROUGHS = {"EWR": 1, "Queens": 69, "Bronx": 43, "Manhattan": 69, "Staten Island": 20, "Brooklyn": 61}
+
+#: Household-size shares for sizes 1..6 and "7 or more" (illustrative, mean about 2.6).
+CENSUS_PROFILE = np.array([0.267, 0.336, 0.158, 0.134, 0.062, 0.024, 0.019])
+
+
+@register_instance("pgsr/running-example", "the paper's running example (Tables 2-4): US -> GA, NY; N = 5, G = 6")
+def running_example() -> GroupSizeData:
+    hierarchy = Hierarchy.from_parent_table(pd.read_csv(data_path("pgsr/running_example_hierarchy.csv")))
+    records = pd.read_csv(data_path("pgsr/running_example_records.csv"), dtype={"user": str})
+    return GroupSizeData.from_records(records, hierarchy, n_sizes=5, name="running-example")
+
+
+# ---------------------------------------------------------------------- census-like
+def _check_positive(**values) -> None:
+    for key, val in values.items():
+        if not val > 0:
+            raise DataValidationError(key, f"must be > 0, got {val!r}")
+
+
+def census_size_distribution(N: int) -> np.ndarray:
+    """Shares of sizes 1..N: the profile for 1..6, then the "7 or more" share spread over
+    7, 8, ... with the consecutive ratio ``r = n_7 / n_6`` of the paper's augmentation."""
+    p = np.zeros(N)
+    head = min(N, 6)
+    p[:head] = CENSUS_PROFILE[:head]
+    if N > 6:
+        ratio = CENSUS_PROFILE[6] / CENSUS_PROFILE[5]
+        tail = ratio ** np.arange(N - 6)
+        p[6:] = CENSUS_PROFILE[6] * tail / tail.sum()
+    else:
+        p[N - 1] += CENSUS_PROFILE[N:].sum()
+    return p / p.sum()
+
+
+@register_generator("pgsr/census-like", "1 nation / 52 states / 3,144 counties, N <= 1,000, household sizes with the paper's tail")
+def census_like(seed=0, scale: float = 1.0, N: int = 1000, n_states: int = 52, n_counties: int = 3144,
+                households: int = 117_630_445, outliers: int = 50) -> GroupSizeData:
+    """A synthetic census of household sizes of the paper's shape.
+
+    County sizes are heavy-tailed (lognormal), each county's size profile is a Dirichlet
+    draw around the national one, and ``outliers`` group quarters of size uniform in
+    ``[10, min(1000, N)]`` are added to random counties (spec 6.3).
+    """
+    _check_positive(scale=scale, N=N, n_states=n_states, n_counties=n_counties, households=households)
+    if n_counties < n_states:
+        raise DataValidationError("n_counties", f"must be >= n_states ({n_states}), got {n_counties}")
+    rng = make_rng(seed)
+    per_state = 1 + rng.multinomial(n_counties - n_states, rng.dirichlet(np.full(n_states, 2.0)))
+    states = [f"S{i + 1:02d}" for i in range(n_states)]
+    table = {"US": None}
+    counties = []
+    for state, k in zip(states, per_state, strict=True):
+        table[state] = "US"
+        for j in range(k):
+            counties.append(f"{state}-C{j + 1:03d}")
+            table[counties[-1]] = state
+    hierarchy = Hierarchy.from_parent_table(table)
+    total = max(1, int(round(households * scale)))
+    weights = rng.lognormal(0.0, 1.5, size=n_counties)
+    county_totals = rng.multinomial(total, weights / weights.sum())
+    base = census_size_distribution(N)
+    profiles = rng.dirichlet(np.maximum(base * 400.0, 1e-3), size=n_counties)
+    leaf = rng.multinomial(county_totals, profiles).astype(np.int64)
+    if outliers and N >= 10:
+        sizes = rng.integers(10, min(1000, N) + 1, size=outliers)
+        where = rng.integers(0, n_counties, size=outliers)
+        np.add.at(leaf, (where, sizes - 1), 1)
+    leaf = _reorder_leaves(hierarchy, counties, leaf)
+    return GroupSizeData.from_leaf_counts(hierarchy, leaf, name=f"census-like(scale={scale}, N={N}, seed={seed})")
+
+
+def _reorder_leaves(hierarchy: Hierarchy, names: list[str], rows: np.ndarray) -> np.ndarray:
+    """Rows given in ``names`` order, returned in the hierarchy's leaf order."""
+    pos = {n: i for i, n in enumerate(names)}
+    return rows[[pos[hierarchy.names[i]] for i in hierarchy.leaves]]
+
+
+# ---------------------------------------------------------------------- taxi-like
+@register_generator("pgsr/taxi-like", "NYC / 6 boroughs / 263 zones; taxis with heavy-tailed pickup counts, sizes > N removed")
+def taxi_like(seed=0, scale: float = 1.0, N: int = 50, n_taxis: int = 13_282, mean_size: float = 1844.0,
+              sigma: float = 2.0) -> GroupSizeData:
+    """A synthetic taxi data set of the paper's shape (spec 6.6).
+
+    A group is a taxi, its size its number of pickups (lognormal with mean ``mean_size``),
+    and each taxi is assigned to one zone drawn by zone popularity (Manhattan zones are
+    busier).  As in the paper's Figure 7, taxis with more than ``N`` pickups are removed.
+    """
+    _check_positive(scale=scale, N=N, n_taxis=n_taxis, mean_size=mean_size, sigma=sigma)
+    rng = make_rng(seed)
+    table = {"NYC": None}
+    zones, boost = [], []
+    for borough, k in TAXI_BOROUGHS.items():
+        table[borough] = "NYC"
+        for j in range(k):
+            zones.append(f"{borough}-Z{j + 1:02d}")
+            table[zones[-1]] = borough
+            boost.append(4.0 if borough == "Manhattan" else 1.0)
+    hierarchy = Hierarchy.from_parent_table(table)
+    count = max(1, int(round(n_taxis * scale)))
+    mu = np.log(mean_size) - sigma**2 / 2
+    sizes = np.ceil(rng.lognormal(mu, sigma, size=count)).astype(np.int64)
+    popularity = rng.lognormal(0.0, 1.0, size=len(zones)) * np.array(boost)
+    zone_of = rng.choice(len(zones), size=count, p=popularity / popularity.sum())
+    keep = sizes <= N
+    if not keep.any():
+        raise DataValidationError("N", f"no taxi has at most N={N} pickups; raise N or scale")
+    regions = np.asarray(zones)[zone_of[keep]]
+    return GroupSizeData.from_groups(hierarchy, regions, sizes[keep], n_sizes=N,
+                                     name=f"taxi-like(scale={scale}, N={N}, seed={seed})")
+
+
+# ---------------------------------------------------------------------- small random trees
+@register_generator("pgsr/random-tree", "a small random hierarchy with random counts, for tests and examples")
+def random_tree(seed=0, depth: int = 3, branching: tuple[int, int] = (1, 3), N: int = 3, G: int = 4) -> GroupSizeData:
+    """A uniform-depth tree with ``branching[0]..branching[1]`` children per node and G
+    groups placed uniformly at random over (leaf, size) cells."""
+    _check_positive(depth=depth, N=N)
+    if G < 0 or branching[0] < 1 or branching[1] < branching[0]:
+        raise DataValidationError("branching", f"need 1 <= min <= max and G >= 0, got {branching}, G={G}")
+    rng = make_rng(seed)
+    table = {"R": None}
+    frontier = ["R"]
+    for _ in range(depth - 1):
+        nxt = []
+        for node in frontier:
+            for j in range(int(rng.integers(branching[0], branching[1] + 1))):
+                child = f"{node}.{j + 1}"
+                table[child] = node
+                nxt.append(child)
+        frontier = nxt
+    hierarchy = Hierarchy.from_parent_table(table)
+    leaf = np.zeros((len(hierarchy.leaves), N), dtype=np.int64)
+    cells = rng.integers(0, leaf.size, size=G)
+    np.add.at(leaf.ravel(), cells, 1)
+    return GroupSizeData.from_leaf_counts(hierarchy, leaf, name=f"random-tree(seed={seed})")
+
+
+# ---------------------------------------------------------------------- user files
+def from_csv(hierarchy: str | Path, counts: str | Path | None = None, records: str | Path | None = None,
+             N: int | None = None, overflow: str = "error", name: str | None = None) -> GroupSizeData:
+    """Load a user's hierarchy (``region,parent``) with either group-size counts or records.
+
+    ``counts``: long format ``region,size,count`` for the leaves (absent leaves and sizes
+    count zero; other regions are aggregated, and if given too must be consistent), or
+    wide format with a ``region`` column and one column per size, one row per leaf.  ``records``: individual rows
+    ``user,unit,region,quantity`` (spec 1.1).  Every problem is reported with the file name.
+    """
+    if (counts is None) == (records is None):
+        raise DataValidationError("counts/records", "give exactly one of counts= or records=")
+    tree = Hierarchy.from_parent_table(_read(hierarchy, {"region", "parent"}))
+    label = name or Path(counts or records).stem
+    if records is not None:
+        frame = _read(records, {"user", "unit", "region", "quantity"}, dtype={"user": str, "unit": str, "region": str})
+        return GroupSizeData.from_records(frame, tree, N, overflow, label)
+    frame = _read(counts, {"region"}, dtype={"region": str})
+    wide, sparse = _wide_counts(frame, counts, N)
+    unknown = sorted(set(wide.index) - set(tree.names))
+    if unknown:
+        raise DataValidationError(str(counts), f"regions not in the hierarchy: {unknown[:5]}")
+    leaf_names = [tree.names[i] for i in tree.leaves]
+    missing = [r for r in leaf_names if r not in wide.index]
+    if sparse:  # the long format lists non-zero counts; absent leaves have none
+        wide = pd.concat([wide, pd.DataFrame(0, index=missing, columns=wide.columns)])
+    elif missing:
+        raise DataValidationError(str(counts), f"no counts for leaves {missing[:5]} (write zeros explicitly)")
+    data = GroupSizeData.from_leaf_counts(tree, wide.loc[leaf_names].to_numpy(), label)
+    given = wide.index.intersection([tree.names[i] for i in tree.internal])
+    for region in given:
+        if not np.array_equal(wide.loc[region].to_numpy(), data.counts[tree.index[region]]):
+            raise DataValidationError(str(counts), f"counts of {region!r} differ from the sum of its leaves")
+    return data
+
+
+def _read(path, required: set[str], dtype=None) -> pd.DataFrame:
+    try:
+        frame = pd.read_csv(path, dtype=dtype, keep_default_na=True)
+    except FileNotFoundError as err:
+        raise DataValidationError(str(path), "file not found") from err
+    missing = sorted(required - set(frame.columns))
+    if missing:
+        raise DataValidationError(str(path), f"missing columns {missing} (has {list(frame.columns)})")
+    return frame
+
+
+def _wide_counts(frame: pd.DataFrame, path, N: int | None) -> pd.DataFrame:
+    if {"size", "count"} <= set(frame.columns):
+        for col in ("size", "count"):
+            vals = pd.to_numeric(frame[col], errors="coerce")
+            if vals.isna().any() or (vals % 1 != 0).any():
+                raise DataValidationError(str(path), f"column {col!r} must hold integers")
+        if (frame["count"] < 0).any():
+            bad = frame.loc[frame["count"] < 0].iloc[0]
+            raise DataValidationError(str(path), f"negative count {bad['count']} for region {bad['region']!r}, size {bad['size']}")
+        if (frame["size"] < 1).any():
+            raise DataValidationError(str(path), "sizes must be >= 1")
+        if frame.duplicated(["region", "size"]).any():
+            raise DataValidationError(str(path), "a (region, size) pair appears twice")
+        size_max = int(frame["size"].max()) if N is None else int(N)
+        if (frame["size"] > size_max).any():
+            raise DataValidationError(str(path), f"sizes above N={size_max}")
+        wide = frame.pivot(index="region", columns="size", values="count")
+        wide = wide.reindex(columns=range(1, size_max + 1)).fillna(0).astype(np.int64)
+        return wide, True
+    value_cols = [c for c in frame.columns if c != "region"]
+    try:
+        sizes = [int(c) for c in value_cols]
+    except ValueError as err:
+        raise DataValidationError(str(path), "wide counts need integer size columns 1..N, or use region,size,count") from err
+    if sizes != list(range(1, len(sizes) + 1)):
+        raise DataValidationError(str(path), f"size columns must be 1..N in order, got {value_cols[:5]}...")
+    if frame["region"].duplicated().any():
+        raise DataValidationError(str(path), "a region appears twice")
+    return frame.set_index("region")[value_cols].set_axis(sizes, axis=1), False

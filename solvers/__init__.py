@@ -1,0 +1,38 @@
+"""Pyomo solver plugins of dpmodels.
+
+Importing this package registers every plugin with Pyomo's new solver factory
+(``pyomo.contrib.solver.common.factory.SolverFactory``), which also registers the
+legacy ``pyomo.environ.SolverFactory`` name.  ``import dpmodels`` imports it.
+"""
+
+from __future__ import annotations
+
+from pyomo.contrib.solver.common.factory import SolverFactory
+
+REGISTERED: dict[str, type] = {}
+
+
+def register(name: str, cls: type, doc: str) -> type:
+    """Register ``cls`` under ``name`` once, in the new and the legacy factory."""
+    if name not in SolverFactory._cls:
+        SolverFactory.register(name, doc=doc)(cls)
+    REGISTERED[name] = SolverFactory._cls[name]
+    return REGISTERED[name]
+
+
+def _register_all() -> None:
+    from .clarabel import ClarabelSolver
+    from .pgsr_chain import PGSRChainSolver
+    from .pgsr_cumulative import CumulativeDPSolver, IsotonicPAVASolver
+    from .pgsr_dp import PGSRDPSolver
+    from .pgsr_dp_op import PGSRDPOPSolver
+
+    register("clarabel", ClarabelSolver, "Clarabel interior-point QP/LP solver (dpmodels)")
+    register("pgsr_dp", PGSRDPSolver, "PGSR Model 1 by the M_H^dp dynamic program (dpmodels)")
+    register("pgsr_dp_op", PGSRDPOPSolver, "PGSR Model 1 by the DP with per-value sub-models (dpmodels)")
+    register("pgsr_chain", PGSRChainSolver, "PGSR Model 3 by the chain DP (dpmodels)")
+    register("isotonic_pava", IsotonicPAVASolver, "PGSR Model A2 by pool adjacent violators (dpmodels)")
+    register("pgsr_cdp", CumulativeDPSolver, "PGSR Model 2 by Algorithm 2, a heuristic (dpmodels)")
+
+
+_register_all()

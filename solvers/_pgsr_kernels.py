@@ -1,0 +1,376 @@
+"""Compiled (numba) kernels of the PGSR dynamic programs.
+
+Profiling showed these loops are the whole cost of the plugins (the DP merge walks one
+domain value at a time with a heap over the children; the chain DP walks every domain
+value of 10^6+ chain nodes), so they are compiled; everything around them is numpy.
+
+Conventions: regions are in the hierarchy's canonical breadth-first order (children of a
+region are contiguous and have larger positions), sizes are 0-based columns, domains are
+integer intervals ``[lo, hi]`` already reduced by interval propagation so that every
+value of a node's interval is reachable by its children.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# ---------------------------------------------------------------------------- heap
+# A binary min-heap of (key, id) pairs held in two arrays; ties on key go to the smaller
+# id (the first child in the given order), which makes every result deterministic.
+
+
+@njit(cache=True, inline="always")
+def _less(keys, ids, a, b):
+    return keys[a] < keys[b] or (keys[a] == keys[b] and ids[a] < ids[b])
+
+
+@njit(cache=True)
+def _heap_push(keys, ids, size, key, ident):
+    i = size
+    keys[i] = key
+    ids[i] = ident
+    while i > 0:
+        parent = (i - 1) >> 1
+        if _less(keys, ids, i, parent):
+            keys[i], keys[parent] = keys[parent], keys[i]
+            ids[i], ids[parent] = ids[parent], ids[i]
+            i = parent
+        else:
+            break
+    return size + 1
+
+
+@njit(cache=True)
+def _heap_pop(keys, ids, size):
+    key = keys[0]
+    ident = ids[0]
+    size -= 1
+    keys[0] = keys[size]
+    ids[0] = ids[size]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        best = left
+        if left + 1 < size and _less(keys, ids, left + 1, left):
+            best = left + 1
+        if _less(keys, ids, best, i):
+            keys[i], keys[best] = keys[best], keys[i]
+            ids[i], ids[best] = ids[best], ids[i]
+            i = best
+        else:
+            break
+    return key, ident, size
+
+
+# ---------------------------------------------------------------------------- tables
+@njit(cache=True, inline="always")
+def _tau(r, s, v, is_leaf, noisy, lo, offset, tables):
+    """Cost table value tau_s^r(v); leaves are the closed form (v - noisy)^2."""
+    if is_leaf[r]:
+        d = v - noisy[r, s]
+        return d * d
+    return tables[offset[r, s] + v - lo[r, s]]
+
+
+@njit(cache=True, inline="always")
+def _slope(r, s, v, step, is_leaf, noisy, lo, offset, tables):
+    """tau(v + step) - tau(v) for step = +1 or -1."""
+    if is_leaf[r]:
+        return 2.0 * step * (v - noisy[r, s]) + 1.0
+    base = offset[r, s] - lo[r, s]
+    return tables[base + v + step] - tables[base + v]
+
+
+@njit(cache=True)
+def _merge_walk(p, s, step, stop, child_start, child_count, is_leaf, noisy, lo, hi, offset,
+                tables, argmin, x, keys, ids, phi, phi_lo, record):
+    """Greedy min-plus merge of the children of node (p, s) from V0 = sum of argmins.
+
+    Moves one unit at a time in direction ``step`` on the child whose table grows least
+    (Lemma 5), until the children sum to ``stop``.  ``x`` receives the children's values;
+    with ``record`` the running cost is written to ``phi[V - phi_lo]`` for V in range.
+    """
+    c0 = child_start[p]
+    cc = child_count[p]
+    total = 0
+    cost = 0.0
+    for k in range(cc):
+        c = c0 + k
+        x[k] = argmin[c, s]
+        total += x[k]
+        cost += _tau(c, s, x[k], is_leaf, noisy, lo, offset, tables)
+    if record and phi_lo <= total < phi_lo + phi.shape[0]:
+        phi[total - phi_lo] = cost
+    size = 0
+    for k in range(cc):
+        c = c0 + k
+        if (step > 0 and x[k] < hi[c, s]) or (step < 0 and x[k] > lo[c, s]):
+            size = _heap_push(keys, ids, size, _slope(c, s, x[k], step, is_leaf, noisy, lo, offset, tables), k)
+    while total != stop:
+        if size == 0:
+            return -1.0  # cannot reach stop: the caller checked feasibility, so this is a bug
+        key, k, size = _heap_pop(keys, ids, size)
+        c = c0 + k
+        x[k] += step
+        total += step
+        cost += key
+        if record and phi_lo <= total < phi_lo + phi.shape[0]:
+            phi[total - phi_lo] = cost
+        if (step > 0 and x[k] < hi[c, s]) or (step < 0 and x[k] > lo[c, s]):
+            size = _heap_push(keys, ids, size, _slope(c, s, x[k], step, is_leaf, noisy, lo, offset, tables), k)
+    return cost
+
+
+@njit(cache=True)
+def _children_argmin_sum(p, s, child_start, child_count, argmin):
+    total = 0
+    for k in range(child_count[p]):
+        total += argmin[child_start[p] + k, s]
+    return total
+
+
+@njit(cache=True)
+def hierarchical_tables(child_start, child_count, is_leaf, noisy, lo, hi, offset, tables, argmin):
+    """Bottom-up pass: cost tables tau of every internal node and argmins of all nodes.
+
+    Internal node tables live in ``tables[offset[r, s] : offset[r, s] + hi - lo + 1]``;
+    leaf tables stay implicit.  Returns False if a merge could not reach its interval.
+    """
+    R, N = noisy.shape
+    width = 1
+    for r in range(R):
+        width = max(width, child_count[r])
+    keys = np.empty(width)
+    ids = np.empty(width, dtype=np.int64)
+    x = np.empty(width, dtype=np.int64)
+    for s in range(N):
+        for r in range(R - 1, -1, -1):
+            if is_leaf[r]:
+                best = np.ceil(noisy[r, s] - 0.5)  # smallest integer minimiser of (v - y)^2
+                argmin[r, s] = int(min(max(best, lo[r, s]), hi[r, s]))
+                continue
+            phi = tables[offset[r, s]: offset[r, s] + hi[r, s] - lo[r, s] + 1]
+            v0 = _children_argmin_sum(r, s, child_start, child_count, argmin)
+            if hi[r, s] > v0 or lo[r, s] <= v0 <= hi[r, s]:
+                if _merge_walk(r, s, 1, max(hi[r, s], v0), child_start, child_count, is_leaf, noisy,
+                               lo, hi, offset, tables, argmin, x, keys, ids, phi, lo[r, s], True) < 0:
+                    return False
+            if lo[r, s] < v0:
+                if _merge_walk(r, s, -1, lo[r, s], child_start, child_count, is_leaf, noisy,
+                               lo, hi, offset, tables, argmin, x, keys, ids, phi, lo[r, s], True) < 0:
+                    return False
+            best_v = lo[r, s]
+            best_val = np.inf
+            for j in range(phi.shape[0]):
+                v = lo[r, s] + j
+                d = v - noisy[r, s]
+                phi[j] += d * d
+                if phi[j] < best_val:
+                    best_val = phi[j]
+                    best_v = v
+            argmin[r, s] = best_v
+    return True
+
+
+@njit(cache=True)
+def root_split(G, is_leaf, noisy, lo, hi, offset, tables, argmin):
+    """The dummy root a^T: split G over the root's N size nodes at least cost (its phi(G))."""
+    N = noisy.shape[1]
+    x = np.empty(N, dtype=np.int64)
+    keys = np.empty(N)
+    ids = np.empty(N, dtype=np.int64)
+    total = 0
+    cost = 0.0
+    for s in range(N):
+        x[s] = argmin[0, s]
+        total += x[s]
+        cost += _tau(0, s, x[s], is_leaf, noisy, lo, offset, tables)
+    step = 1 if G > total else -1
+    size = 0
+    for s in range(N):
+        if (step > 0 and x[s] < hi[0, s]) or (step < 0 and x[s] > lo[0, s]):
+            size = _heap_push(keys, ids, size, _slope(0, s, x[s], step, is_leaf, noisy, lo, offset, tables), s)
+    while total != G:
+        if size == 0:
+            return x, np.inf
+        key, s, size = _heap_pop(keys, ids, size)
+        x[s] += step
+        total += step
+        cost += key
+        if (step > 0 and x[s] < hi[0, s]) or (step < 0 and x[s] > lo[0, s]):
+            size = _heap_push(keys, ids, size, _slope(0, s, x[s], step, is_leaf, noisy, lo, offset, tables), s)
+    return x, cost
+
+
+@njit(cache=True)
+def hierarchical_split(child_start, child_count, is_leaf, noisy, lo, hi, offset, tables, argmin, out):
+    """Top-down pass: split each internal node's chosen value among its children.
+
+    ``out[0, :]`` must hold the root's values; the rest is filled in breadth-first order.
+    """
+    R, N = noisy.shape
+    width = 1
+    for r in range(R):
+        width = max(width, child_count[r])
+    keys = np.empty(width)
+    ids = np.empty(width, dtype=np.int64)
+    x = np.empty(width, dtype=np.int64)
+    dummy = np.empty(0)
+    for s in range(N):
+        for r in range(R):
+            if is_leaf[r]:
+                continue
+            v0 = _children_argmin_sum(r, s, child_start, child_count, argmin)
+            step = 1 if out[r, s] >= v0 else -1
+            if _merge_walk(r, s, step, out[r, s], child_start, child_count, is_leaf, noisy, lo, hi,
+                           offset, tables, argmin, x, keys, ids, dummy, 0, False) < 0:
+                return False
+            for k in range(child_count[r]):
+                out[child_start[r] + k, s] = x[k]
+    return True
+
+
+# ---------------------------------------------------------------------------- chain
+@njit(cache=True)
+def chain_dp(y, lo, hi, links, G):
+    """Chain DP of Model 3 (Eqs. 8a-8b) with rolling tables: O(sum |D|) time, O(max |D|) memory.
+
+    ``links[i]`` ties nodes i and i+1: 1 for ``<=``, 2 for ``=``.  ``lo``/``hi`` must be the
+    forward-propagated feasible intervals with the last node fixed to G.  Each table is
+    convex (Lemma 7), so ``min_{x<=v} tau_i(x)`` is ``tau_i(min(v, argmin_i))`` and the
+    backward pass only needs each node's argmin.  Returns (x, objective).
+    """
+    n = y.shape[0]
+    width = 1
+    for i in range(n):
+        width = max(width, hi[i] - lo[i] + 1)
+    prev = np.empty(width)
+    cur = np.empty(width)
+    argmin = np.empty(n, dtype=np.int64)
+    for j in range(hi[0] - lo[0] + 1):
+        d = lo[0] + j - y[0]
+        prev[j] = d * d
+    for i in range(n):
+        if i > 0:
+            for j in range(hi[i] - lo[i] + 1):
+                v = lo[i] + j
+                if links[i - 1] == 2:
+                    u = v
+                else:
+                    u = min(v, argmin[i - 1])
+                d = v - y[i]
+                cur[j] = d * d + prev[u - lo[i - 1]]
+            prev, cur = cur, prev
+        best = 0
+        for j in range(1, hi[i] - lo[i] + 1):
+            if prev[j] < prev[best]:
+                best = j
+        argmin[i] = lo[i] + best
+    x = np.empty(n, dtype=np.int64)
+    x[n - 1] = G
+    objective = prev[G - lo[n - 1]]
+    for i in range(n - 2, -1, -1):
+        if links[i] == 2:
+            x[i] = x[i + 1]
+        else:
+            x[i] = min(x[i + 1], argmin[i])
+    return x, objective
+
+
+@njit(cache=True)
+def chain_pava(y, lo, hi, links, G):
+    """Exact integer isotonic regression on the chain (pool adjacent violators).
+
+    Model 3 is a chain of ``<=``/``=`` links with separable convex costs, so PAVA with
+    block minimisers ``clip(ceil(mean - 1/2), max lo, min hi)`` is exact.  Runs in O(n)
+    whatever the domain widths, which the table DP cannot.  Returns (x, feasible).
+    """
+    n = y.shape[0]
+    w = np.empty(n)
+    sy = np.empty(n)
+    blo = np.empty(n, dtype=np.int64)
+    bhi = np.empty(n, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)
+    val = np.empty(n, dtype=np.int64)
+    top = -1
+    i = 0
+    while i < n:
+        # one base block: a run of nodes tied by '=' links
+        top += 1
+        w[top] = 0.0
+        sy[top] = 0.0
+        blo[top] = lo[i]
+        bhi[top] = hi[i]
+        first[top] = i
+        while True:
+            w[top] += 1.0
+            sy[top] += y[i]
+            blo[top] = max(blo[top], lo[i])
+            bhi[top] = min(bhi[top], hi[i])
+            if i == n - 1:
+                blo[top] = max(blo[top], G)
+                bhi[top] = min(bhi[top], G)
+            if i < n - 1 and links[i] == 2:
+                i += 1
+            else:
+                break
+        i += 1
+        val[top] = _block_value(sy[top], w[top], blo[top], bhi[top])
+        while top > 0 and val[top - 1] > val[top]:
+            w[top - 1] += w[top]
+            sy[top - 1] += sy[top]
+            blo[top - 1] = max(blo[top - 1], blo[top])
+            bhi[top - 1] = min(bhi[top - 1], bhi[top])
+            top -= 1
+            if blo[top] > bhi[top]:
+                return np.zeros(n, dtype=np.int64), False
+            val[top] = _block_value(sy[top], w[top], blo[top], bhi[top])
+        if blo[top] > bhi[top]:
+            return np.zeros(n, dtype=np.int64), False
+    x = np.empty(n, dtype=np.int64)
+    for b in range(top + 1):
+        end = first[b + 1] if b < top else n
+        for j in range(first[b], end):
+            x[j] = val[b]
+    return x, True
+
+
+@njit(cache=True, inline="always")
+def _block_value(sum_y, weight, low, high):
+    best = np.ceil(sum_y / weight - 0.5)
+    return int(min(max(best, low), high))
+
+
+# ---------------------------------------------------------------------------- isotonic
+@njit(cache=True)
+def isotonic_rows(values, low, high):
+    """Row-wise least-squares isotonic regression clipped to [low, high] (Model A2).
+
+    Bounded isotonic regression with uniform bounds is ``clip(PAVA(y))`` (spec 3.6).
+    """
+    R, N = values.shape
+    out = np.empty_like(values)
+    means = np.empty(N)
+    weights = np.empty(N)
+    starts = np.empty(N, dtype=np.int64)
+    for r in range(R):
+        top = -1
+        for i in range(N):
+            top += 1
+            means[top] = values[r, i]
+            weights[top] = 1.0
+            starts[top] = i
+            while top > 0 and means[top - 1] > means[top]:
+                wsum = weights[top - 1] + weights[top]
+                means[top - 1] = (means[top - 1] * weights[top - 1] + means[top] * weights[top]) / wsum
+                weights[top - 1] = wsum
+                top -= 1
+        for b in range(top + 1):
+            end = starts[b + 1] if b < top else N
+            v = min(max(means[b], low), high)
+            for j in range(starts[b], end):
+                out[r, j] = v
+    return out
