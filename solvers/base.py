@@ -49,7 +49,8 @@ class StructureSolution:
 class ArraySolutionLoader(SolutionLoader):
     """Holds the values a plugin computed and loads them into the model's variables."""
 
-    def __init__(self, values: ComponentMap):
+    def __init__(self, model, values: ComponentMap):
+        self._pyomo_model = model
         self._values = values
 
     def get_number_of_solutions(self) -> int:
@@ -65,6 +66,10 @@ class ArraySolutionLoader(SolutionLoader):
 
     def get_reduced_costs(self, vars_to_load=None):
         raise NotImplementedError("structure plugins do not compute reduced costs")
+
+    def load_import_suffixes(self) -> None:
+        """Clear stale import suffixes (duals, reduced costs): these algorithms compute none."""
+        self._collect_and_clear_import_suffixes()
 
     def load_vars(self, vars_to_load=None) -> None:
         for var, val in self.get_vars(vars_to_load).items():
@@ -101,7 +106,7 @@ class StructureSolver(SolverBase):
         marker = self._checked(model)
         solution = self._solve_marker(marker, config)
         values = self._component_values(model, marker, solution)
-        results = self._results(solution, values, config)
+        results = self._results(model, solution, values, config)
         results.timing_info.start_timestamp = start
         results.timing_info.wall_time = time.perf_counter() - tick
         return results
@@ -134,13 +139,13 @@ class StructureSolver(SolverBase):
                 values[var[key]] = val
         return values
 
-    def _results(self, solution: StructureSolution, values: ComponentMap, config) -> Results:
+    def _results(self, model, solution: StructureSolution, values: ComponentMap, config) -> Results:
         results = Results()
         results.solver_name = self.name
         results.solver_version = self.version()
         results.solver_config = config
         results.termination_condition = solution.termination
-        results.solution_loader = ArraySolutionLoader(values)
+        results.solution_loader = ArraySolutionLoader(model, values)
         results.incumbent_objective = solution.objective if solution.has_solution else None
         results.objective_bound = solution.bound
         if not solution.has_solution:

@@ -30,7 +30,25 @@ from dpmodels.pgsr.data import (
 from . import _pgsr_kernels as kernels
 from .base import StructureSolution, StructureSolver
 
-__all__ = ["HierarchicalSolution", "solve_hierarchical", "PGSRDPSolver", "hierarchical_tables"]
+__all__ = ["HierarchicalSolution", "solve_hierarchical", "PGSRDPSolver", "hierarchical_tables", "table_merge"]
+
+
+def table_merge(child_lo, child_tables) -> tuple[int, np.ndarray, np.ndarray]:
+    """Algorithm 1 (TableMerge) on explicit convex child tables, as cleaned in spec 4.3.
+
+    ``child_tables[c][j] = tau_c(child_lo[c] + j)``.  Returns ``(lo, phi, order)``: the
+    min-plus convolution ``phi(lo + k)`` for every reachable sum, and the child of each unit
+    step above ``lo`` in merged (slope, child, value) order, from which any split is read.
+    This is the readable reference of the merge the compiled kernel does with a heap.
+    """
+    lows = [int(v) for v in child_lo]
+    tabs = [np.asarray(t, dtype=np.float64) for t in child_tables]
+    slopes = np.concatenate([np.diff(t) for t in tabs]) if tabs else np.empty(0)
+    child = np.concatenate([np.full(len(t) - 1, c) for c, t in enumerate(tabs)]).astype(np.int64)
+    step = np.concatenate([np.arange(1, len(t)) for t in tabs]).astype(np.int64)
+    order = np.lexsort((step, child, slopes))  # slope, then child order, then value
+    phi = np.concatenate([[sum(t[0] for t in tabs)], sum(t[0] for t in tabs) + np.cumsum(slopes[order])])
+    return sum(lows), phi, child[order]
 
 
 @dataclass

@@ -1,0 +1,104 @@
+"""The façade users call: ``solve`` one model with any backend, ``compare`` a grid.
+
+Backends are looked up by name in Pyomo's new solver factory, which holds Pyomo's own
+interfaces (``highs``, ``scip_direct``, ``gurobi_direct`` ...) and every dpmodels plugin
+(``clarabel``, ``pgsr_dp`` ...).  Short aliases (``scip``, ``gurobi``) are accepted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import pandas as pd
+from pyomo.contrib.solver.common.factory import SolverFactory
+from pyomo.contrib.solver.common.results import Results
+
+from .errors import ModelStructureError, SolverUnavailableError
+
+__all__ = ["SOLVER_ALIASES", "solver_names", "get_solver", "solve", "compare"]
+
+SOLVER_ALIASES = {"scip": "scip_direct", "gurobi": "gurobi_direct"}
+
+
+def solver_names() -> list[str]:
+    """Every backend name ``solve`` accepts (aliases included)."""
+    import solvers  # noqa: F401  (registers the plugins)
+
+    return sorted(set(SolverFactory._cls) | set(SOLVER_ALIASES))
+
+
+def get_solver(name: str):
+    """A new-API solver object for ``name`` (alias or factory name), checked available."""
+    import solvers  # noqa: F401
+
+    key = SOLVER_ALIASES.get(name, name)
+    if key not in SolverFactory._cls:
+        raise SolverUnavailableError(f"solver {name!r} is not registered; known: {solver_names()}")
+    solver = SolverFactory(key)
+    if not solver.available():
+        raise SolverUnavailableError(f"solver {name!r} ({key}) is registered but not available: {solver.available()}")
+    return solver
+
+
+def solve(model, solver: str = "highs", *, time_limit: float | None = None, tee: bool = False,
+          load_solutions: bool = True, raise_on_nonoptimal: bool = False, **solver_options) -> Results:
+    """Solve ``model`` with backend ``solver`` and return Pyomo's ``Results``.
+
+    By default a solver that stops without an optimum does not raise: read
+    ``results.termination_condition``.  Values are loaded into the model when a solution
+    exists.  Structure plugins ignore ``time_limit`` (they have no anytime behaviour).
+    """
+    opt = get_solver(solver)
+    kwargs = {"tee": tee, "raise_exception_on_nonoptimal_result": raise_on_nonoptimal, "load_solutions": False}
+    if time_limit is not None:
+        kwargs["time_limit"] = time_limit
+    if solver_options:
+        kwargs["solver_options"] = solver_options
+    results = opt.solve(model, **kwargs)
+    if load_solutions and results.solution_loader.get_number_of_solutions() > 0:
+        results.solution_loader.load_vars()
+    return results
+
+
+def compare(models: Mapping[str, object], solvers: Sequence[str], *,
+            evaluate: Callable[[object], Mapping] | None = None, time_limit: float | None = None,
+            progress: bool = False) -> pd.DataFrame:
+    """Solve every model (or model factory) with every solver; one row per pair.
+
+    Each pair solves its own clone, so solutions never leak between solvers.  Columns:
+    formulation, solver, termination, solution, objective, bound, seconds, message, and
+    whatever ``evaluate(solved_model)`` returns when a solution was loaded.  A pair the
+    solver refuses (wrong formulation, integer model on a continuous solver ...) gets a
+    row with the reason instead of an exception.
+    """
+    from tqdm.auto import tqdm
+
+    rows = []
+    pairs = [(f, s) for f in models for s in solvers]
+    for formulation, solver in tqdm(pairs, disable=not progress, desc="compare"):
+        source = models[formulation]
+        model = source() if callable(source) else source.clone()
+        rows.append(_compare_row(formulation, solver, model, evaluate, time_limit))
+    return pd.DataFrame(rows)
+
+
+def _compare_row(formulation, solver, model, evaluate, time_limit) -> dict:
+    row = {"formulation": formulation, "solver": solver, "termination": "", "solution": "none",
+           "objective": None, "bound": None, "seconds": None, "message": ""}
+    tick = time.perf_counter()
+    try:
+        results = solve(model, solver, time_limit=time_limit)
+    except (ModelStructureError, SolverUnavailableError) as err:
+        row.update(termination="refused", message=str(err))
+        return row
+    except Exception as err:  # a backend that cannot handle the model class (e.g. MIQP on highs)
+        row.update(termination="error", message=f"{type(err).__name__}: {err}".strip())
+        return row
+    finally:
+        row["seconds"] = time.perf_counter() - tick
+    row.update(termination=results.termination_condition.name, solution=results.solution_status.name,
+               objective=results.incumbent_objective, bound=results.objective_bound)
+    if evaluate is not None and results.solution_loader.get_number_of_solutions() > 0:
+        row.update(evaluate(model))
+    return row

@@ -1,0 +1,274 @@
+"""PGSR mechanisms end to end: noisy measurement, then post-processing (spec 2.4, 4.4-4.6).
+
+A mechanism is a *measurement* (geometric noise on counts, cumulative counts or the chain,
+with the budget ``epsilon / L`` per level) followed by a *post-processing* that sees only
+the :class:`NoisyGroupSizes` (noisy values plus the public hierarchy, N and G), never the
+truth.  Post-processing cannot weaken privacy (Lemma 3), so a mechanism is epsilon-DP as
+soon as its measurement is; each run carries a :class:`PrivacyLedger` to prove it.
+
+=========  ==============================  =========================================
+name       measurement (scale per level)   post-processing
+=========  ==============================  =========================================
+M_H        counts, 2L/eps                  Model 1 QIP on a MIQP solver (scip)
+M_H^r      counts, 2L/eps                  Model 1-R on a QP solver, rounded half up
+M_H^dp     counts, 2L/eps                  Model 1 by the ``pgsr_dp`` dynamic program
+M_dp^OP    counts, 2L/eps                  Model 1 by ``pgsr_dp_op`` (sub-model per value)
+M_c        cumulative, L/eps               Model 2 QIP on a MIQP solver (scip)
+M_c^r      cumulative, L/eps               Model 2-R on a QP solver, rounded, (-)
+M_c^dp     cumulative, L/eps               Algorithm 2 (``pgsr_cdp``)
+M_c^ch     chain, L|R_l|/eps (sound)       Model 3 by ``pgsr_chain``
+=========  ==============================  =========================================
+
+The chain's per-level vector has L1 sensitivity ``|R_l|``, not 1 (spec 2.3, erratum A2):
+``calibration="sound"`` (default) scales the noise accordingly; ``calibration="paper"``
+uses the paper's ``L/eps``, which is only ``eps * sum_l |R_l| / L``-DP, and the ledger says so.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from dpmodels.core.accounting import PrivacyLedger, split_budget
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.facade import solve
+from dpmodels.core.noise import as_epsilon, double_geometric, make_rng
+
+from .data import GroupSizeData, NoisyGroupSizes, chain_cumulative, cumulative
+from .models import build_chain_qip, build_cumulative_qip, build_hierarchical_qip, released_counts
+
+__all__ = [
+    "Release",
+    "MechanismRun",
+    "MECHANISMS",
+    "measure",
+    "postprocess",
+    "run_mechanism",
+]
+
+SENSITIVITY = {"counts": 2, "cumulative": 1}  # Lemmas 4 and 6
+
+
+# ---------------------------------------------------------------------- measurement
+def measure(data: GroupSizeData, epsilon, kind: str, rng=None, calibration: str = "sound") -> tuple[NoisyGroupSizes, PrivacyLedger]:
+    """Noisy values of ``kind`` ("counts", "cumulative" or "chain") for every region.
+
+    Each level gets ``epsilon / L``; the regions of a level are disjoint (parallel
+    composition), the levels add up (sequential composition).
+    """
+    eps = as_epsilon(epsilon)
+    if calibration not in ("sound", "paper"):
+        raise DataValidationError("calibration", f"must be 'sound' or 'paper', got {calibration!r}")
+    rng = make_rng(rng)
+    h = data.hierarchy
+    ledger = PrivacyLedger()
+    truth = {"counts": data.counts, "cumulative": cumulative(data.counts), "chain": chain_cumulative(h, data.counts)}
+    if kind not in truth:
+        raise DataValidationError("kind", f"must be 'counts', 'cumulative' or 'chain', got {kind!r}")
+    values = truth[kind].astype(np.float64)
+    scales = []
+    for level, eps_level in enumerate(split_budget(eps, h.n_levels), start=1):
+        rows = h.level_slice(level)
+        n_regions = int(h.level_sizes()[level - 1])
+        if kind == "chain":
+            sensitivity = n_regions  # the whole level's chain vector (spec 2.3)
+            scale = (1 / eps_level) if calibration == "paper" else sensitivity / eps_level
+            ledger.record(f"chain level {level}", f"level {level}", sensitivity, sensitivity / scale,
+                          "double geometric", values[rows].size)
+        else:
+            scale = ledger.record(f"{kind} level {level}", f"level {level}", SENSITIVITY[kind], eps_level,
+                                  "double geometric", values[rows].size)
+        values[rows] += double_geometric(scale, values[rows].shape, rng)
+        scales.append(Fraction(scale))
+    noisy = NoisyGroupSizes(h, values, data.G, kind, tuple(scales),
+                            info={"epsilon": eps, "calibration": calibration})
+    return noisy, ledger
+
+
+# ---------------------------------------------------------------------- post-processing
+@dataclass
+class Release:
+    """What a post-processing returns: released counts n in (regions, sizes) layout."""
+
+    counts: np.ndarray
+    status: str
+    objective: float | None
+    seconds: float
+    solver: str
+    info: dict = field(default_factory=dict)
+
+
+def _timed(func: Callable) -> Callable:
+    """Record the post-processing wall time in ``Release.seconds``."""
+
+    @functools.wraps(func)
+    def wrapper(noisy: NoisyGroupSizes, **options) -> Release:
+        tick = time.perf_counter()
+        release = func(noisy, **options)
+        release.seconds = time.perf_counter() - tick
+        return release
+
+    return wrapper
+
+
+def _model_release(model, solver: str, rounding: str, time_limit: float | None) -> Release:
+    results = solve(model, solver, time_limit=time_limit)
+    status = results.solution_status.name
+    if results.solution_loader.get_number_of_solutions() == 0:
+        shape = model._dpmodels_structure.data["noisy"].values.shape
+        return Release(np.full(shape, np.nan), status, None, 0.0, solver,
+                       {"termination": results.termination_condition.name})
+    counts = released_counts(model, rounding)
+    if rounding == "none":
+        counts = np.round(counts)  # integer solutions within the MIP tolerance
+    return Release(counts.astype(np.int64) if np.isfinite(counts).all() else counts, status,
+                   results.incumbent_objective, 0.0, solver,
+                   {"termination": results.termination_condition.name, "bound": results.objective_bound})
+
+
+@_timed
+def post_hierarchical_qip(noisy, solver="scip", domains="truncated", time_limit=None) -> Release:
+    """M_H: Model 1 solved as a QIP."""
+    model = build_hierarchical_qip(noisy, domains=domains, on_infeasible="widen")
+    return _model_release(model, solver, "none", time_limit)
+
+
+@_timed
+def post_hierarchical_relaxed(noisy, solver="clarabel", domains="truncated", time_limit=None) -> Release:
+    """M_H^r: Model 1-R, then every entry rounded half up (may break consistency)."""
+    model = build_hierarchical_qip(noisy, relax=True, domains=domains, on_infeasible="widen")
+    return _model_release(model, solver, "half_up", time_limit)
+
+
+@_timed
+def post_hierarchical_dp(noisy, domains="truncated") -> Release:
+    """M_H^dp: Model 1 by the TableMerge dynamic program."""
+    from solvers.pgsr_dp import solve_hierarchical
+
+    sol = solve_hierarchical(noisy, domains, on_infeasible="widen")
+    return Release(sol.counts, "optimal", sol.objective, 0.0, "pgsr_dp", sol.info)
+
+
+@_timed
+def post_hierarchical_dp_op(noisy, domains="truncated", subsolver="highs") -> Release:
+    """M_dp^OP: the same DP with one Model 4 solve per table entry."""
+    from solvers.pgsr_dp_op import solve_hierarchical_op
+
+    sol = solve_hierarchical_op(noisy, domains, on_infeasible="widen", subsolver=subsolver)
+    return Release(sol.counts, "optimal", sol.objective, 0.0, "pgsr_dp_op", sol.info)
+
+
+@_timed
+def post_cumulative_qip(noisy, solver="scip", domains="truncated", time_limit=None) -> Release:
+    """M_c: Model 2 solved as a QIP."""
+    model = build_cumulative_qip(noisy, domains=domains, on_infeasible="widen")
+    return _model_release(model, solver, "none", time_limit)
+
+
+@_timed
+def post_cumulative_relaxed(noisy, solver="clarabel", domains="truncated", time_limit=None) -> Release:
+    """M_c^r: Model 2-R, rounded half up, then de-cumulated."""
+    model = build_cumulative_qip(noisy, relax=True, domains=domains, on_infeasible="widen")
+    return _model_release(model, solver, "half_up", time_limit)
+
+
+@_timed
+def post_cumulative_dp(noisy, domains="truncated") -> Release:
+    """M_c^dp: Algorithm 2 (isotonic step, rounding, then the DP)."""
+    from solvers.pgsr_cumulative import solve_cumulative_dp
+
+    sol = solve_cumulative_dp(noisy, domains)
+    return Release(sol.counts, "feasible", sol.objective, 0.0, "pgsr_cdp", sol.info)
+
+
+@_timed
+def post_chain(noisy, domains="truncated") -> Release:
+    """M_c^ch: the corrected Model 3 by the chain DP."""
+    from solvers.pgsr_chain import solve_chain
+
+    sol = solve_chain(noisy, domains, on_infeasible="widen")
+    return Release(sol.counts, "optimal", sol.objective, 0.0, "pgsr_chain", sol.info)
+
+
+@dataclass(frozen=True)
+class MechanismSpec:
+    name: str
+    kind: str
+    post: Callable[..., Release]
+    description: str
+
+    @property
+    def options(self) -> list[str]:
+        """Keyword options its post-processing accepts."""
+        return [p for p in inspect.signature(self.post).parameters if p != "noisy"]
+
+    def check_options(self, options: dict) -> None:
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            raise DataValidationError("options", f"{self.name} takes {self.options}, not {unknown}")
+
+
+MECHANISMS: dict[str, MechanismSpec] = {
+    m.name: m
+    for m in [
+        MechanismSpec("M_H", "counts", post_hierarchical_qip, "Model 1 QIP (exact, MIQP solver)"),
+        MechanismSpec("M_H^r", "counts", post_hierarchical_relaxed, "Model 1-R QP + rounding"),
+        MechanismSpec("M_H^dp", "counts", post_hierarchical_dp, "Model 1 by the TableMerge DP (exact)"),
+        MechanismSpec("M_dp^OP", "counts", post_hierarchical_dp_op, "Model 1 by the DP with sub-model solves (exact, slow)"),
+        MechanismSpec("M_c", "cumulative", post_cumulative_qip, "Model 2 QIP (exact, MIQP solver)"),
+        MechanismSpec("M_c^r", "cumulative", post_cumulative_relaxed, "Model 2-R QP + rounding"),
+        MechanismSpec("M_c^dp", "cumulative", post_cumulative_dp, "Algorithm 2: isotonic + rounding + DP"),
+        MechanismSpec("M_c^ch", "chain", post_chain, "Model 3 by the chain DP (exact)"),
+    ]
+}
+
+
+def postprocess(name: str, noisy: NoisyGroupSizes, **options) -> Release:
+    """Run mechanism ``name``'s post-processing on noisy data only."""
+    spec = _spec(name)
+    noisy.require_kind(spec.kind, name)
+    spec.check_options(options)
+    return spec.post(noisy, **options)
+
+
+def _spec(name: str) -> MechanismSpec:
+    if name not in MECHANISMS:
+        raise DataValidationError("mechanism", f"unknown {name!r}; choose from {list(MECHANISMS)}")
+    return MECHANISMS[name]
+
+
+@dataclass
+class MechanismRun:
+    """One end-to-end run: the noisy input, the release and the privacy ledger."""
+
+    mechanism: str
+    epsilon: Fraction
+    noisy: NoisyGroupSizes
+    release: Release
+    ledger: PrivacyLedger
+    seconds_measure: float
+
+    @property
+    def epsilon_spent(self) -> Fraction:
+        return self.ledger.total_epsilon
+
+
+def run_mechanism(name: str, data: GroupSizeData, epsilon, seed=None, calibration: str = "sound",
+                  **options) -> MechanismRun:
+    """Measure ``data`` with mechanism ``name``'s noise and post-process the noisy values.
+
+    ``options`` go to the post-processing (``solver``, ``domains``, ``time_limit`` ...).
+    """
+    spec = _spec(name)
+    spec.check_options(options)
+    tick = time.perf_counter()
+    noisy, ledger = measure(data, epsilon, spec.kind, make_rng(seed), calibration)
+    measured = time.perf_counter() - tick
+    release = spec.post(noisy, **options)
+    return MechanismRun(name, as_epsilon(epsilon), noisy, release, ledger, measured)

@@ -1,0 +1,29 @@
+"""Shared fixtures: the paper's running example and the spec's derived fixtures F1/F2."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+import instances
+import solvers  # noqa: F401  (registers the plugins)
+
+settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True)
+settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci")
+
+
+@pytest.fixture(scope="session")
+def running_example():
+    return instances.load("pgsr/running-example")
+
+
+@pytest.fixture(scope="session")
+def f1_noisy():
+    """Spec 4.8 F1: Table 5's size-1 noise, other sizes noise-free (rows US, GA, NY)."""
+    return np.array([[2, 1, 2, 0, 0], [3, 0, 1, 0, 0], [0, 1, 1, 0, 0]], dtype=float)
+
+
+@pytest.fixture(scope="session")
+def f2_noisy():
+    """Spec 4.8 F2: noise everywhere, with negative entries (rows US, GA, NY)."""
+    return np.array([[2, 1, 4, 0, -2], [3, -1, 2, 1, 0], [0, 2, 1, -1, 1]], dtype=float)
