@@ -1,0 +1,24 @@
+"""The shared core: hierarchies, noise, budgets, structure markers, the façade, executors."""
+
+from .accounting import PrivacyLedger, split_budget
+from .errors import (
+    DataValidationError,
+    DPModelsError,
+    InfeasibleDomainError,
+    ModelStructureError,
+    PrivacyParameterError,
+    SolverUnavailableError,
+)
+from .facade import compare, get_solver, solve, solver_names
+from .hierarchy import Hierarchy
+from .marker import StructureMarker, attach_marker, get_marker, model_fingerprint
+from .noise import double_geometric, laplace, make_rng, noise_scale, truncation_delta
+from .relax import relax_integer_vars
+
+__all__ = [
+    "PrivacyLedger", "split_budget", "DataValidationError", "DPModelsError", "InfeasibleDomainError",
+    "ModelStructureError", "PrivacyParameterError", "SolverUnavailableError", "compare", "get_solver",
+    "solve", "solver_names", "Hierarchy", "StructureMarker", "attach_marker", "get_marker",
+    "model_fingerprint", "double_geometric", "laplace", "make_rng", "noise_scale", "truncation_delta",
+    "relax_integer_vars",
+]
