@@ -313,10 +313,10 @@ class Domains:
         return cls(lo.astype(np.int64), hi.astype(np.int64), tuple(deltas))
 
     def widened(self, noisy: NoisyGroupSizes, factor: int = 2) -> Domains:
-        """The truncation with every ``delta`` multiplied by ``factor`` (full domains stay full)."""
+        """The truncation with every ``delta`` multiplied by ``factor`` (at least 1; full domains stay full)."""
         if self.delta is None:
             return self
-        wider = Domains.truncated(noisy, [d * factor for d in self.delta])
+        wider = Domains.truncated(noisy, [max(1, d * factor) for d in self.delta])
         return Domains(wider.lo, wider.hi, wider.delta, self.widenings + 1)
 
     @property

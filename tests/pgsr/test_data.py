@@ -115,6 +115,8 @@ def test_truncated_domains_and_widening(running_example):
     widened = resolve_domains(noisy, dom, on_infeasible="widen")
     assert widened.widenings >= 1 and widened.delta[0] > 1
     assert resolve_domains(noisy, "full").is_full
+    from_zero = resolve_domains(noisy, Domains.truncated(noisy, 0), on_infeasible="widen")  # 0 * 2 must still grow
+    assert from_zero.delta[0] >= 1
 
 
 def test_truncated_domain_needs_a_scale(running_example):
