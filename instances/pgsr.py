@@ -25,8 +25,8 @@ __all__ = ["running_example", "census_like", "taxi_like", "random_tree", "from_c
 #: NYC TLC zone counts per borough (263 zones), spec 6.6.
 TAXI_BOROUGHS = {"EWR": 1, "Queens": 69, "Bronx": 43, "Manhattan": 69, "Staten Island": 20, "Brooklyn": 61}
 
-#: Household-size shares for sizes 1..6 and "7 or more" (illustrative, mean about 2.6).
-CENSUS_PROFILE = np.array([0.267, 0.336, 0.158, 0.134, 0.062, 0.024, 0.019])
+#: Household-size shares of sizes 1..7 and "8 or more", as SF1 reports them (illustrative).
+CENSUS_PROFILE = np.array([0.267, 0.336, 0.158, 0.134, 0.062, 0.024, 0.011, 0.008])
 
 
 @register_instance("pgsr/running-example", "the paper's running example (Tables 2-4): US -> GA, NY; N = 5, G = 6")
@@ -43,18 +43,23 @@ def _check_positive(**values) -> None:
             raise DataValidationError(key, f"must be > 0, got {val!r}")
 
 
-def census_size_distribution(N: int) -> np.ndarray:
-    """Shares of sizes 1..N: the profile for 1..6, then the "7 or more" share spread over
-    7, 8, ... with the consecutive ratio ``r = n_7 / n_6`` of the paper's augmentation."""
-    p = np.zeros(N)
-    head = min(N, 6)
-    p[:head] = CENSUS_PROFILE[:head]
-    if N > 6:
-        ratio = CENSUS_PROFILE[6] / CENSUS_PROFILE[5]
-        tail = ratio ** np.arange(N - 6)
-        p[6:] = CENSUS_PROFILE[6] * tail / tail.sum()
+def census_size_distribution(N: int, head: np.ndarray = CENSUS_PROFILE) -> np.ndarray:
+    """Shares of sizes 1..N from ``head`` (sizes 1..7 and "8 or more", spec 6.3).
+
+    The "8 or more" share is spread over 8, 9, ... so that consecutive sizes keep the ratio
+    ``r = n_7 / n_6`` (capped below 1 so the tail decays); sizes above N fold into N.
+    """
+    head = np.asarray(head, dtype=np.float64)
+    shares = np.zeros(max(N, 7))
+    shares[:7] = head[:7]
+    if N > 7:
+        ratio = min(head[6] / head[5], 0.95)
+        tail = ratio ** np.arange(1, N - 6)
+        shares[7:N] = head[7] * tail / tail.sum()
     else:
-        p[N - 1] += CENSUS_PROFILE[N:].sum()
+        shares[6] += head[7]
+    p = shares[:N].copy()
+    p[N - 1] += shares[N:].sum()
     return p / p.sum()
 
 
@@ -63,8 +68,9 @@ def census_like(seed=0, scale: float = 1.0, N: int = 1000, n_states: int = 52, n
                 households: int = 117_630_445, outliers: int = 50) -> GroupSizeData:
     """A synthetic census of household sizes of the paper's shape.
 
-    County sizes are heavy-tailed (lognormal), each county's size profile is a Dirichlet
-    draw around the national one, and ``outliers`` group quarters of size uniform in
+    County sizes are heavy-tailed (lognormal), each county's shares of sizes 1..6 and
+    "7 or more" are a Dirichlet draw around the national ones (the tail then follows the
+    ratio rule), and ``outliers`` group quarters of size uniform in
     ``[10, min(1000, N)]`` are added to random counties (spec 6.3).
     """
     _check_positive(scale=scale, N=N, n_states=n_states, n_counties=n_counties, households=households)
@@ -84,8 +90,8 @@ def census_like(seed=0, scale: float = 1.0, N: int = 1000, n_states: int = 52, n
     total = max(1, int(round(households * scale)))
     weights = rng.lognormal(0.0, 1.5, size=n_counties)
     county_totals = rng.multinomial(total, weights / weights.sum())
-    base = census_size_distribution(N)
-    profiles = rng.dirichlet(np.maximum(base * 400.0, 1e-3), size=n_counties)
+    heads = rng.dirichlet(CENSUS_PROFILE * 400.0, size=n_counties)
+    profiles = np.stack([census_size_distribution(N, head) for head in heads])
     leaf = rng.multinomial(county_totals, profiles).astype(np.int64)
     if outliers and N >= 10:
         sizes = rng.integers(10, min(1000, N) + 1, size=outliers)
