@@ -31,7 +31,7 @@ from dpmodels.pgsr.data import (
 from . import _pgsr_kernels as kernels
 from .base import StructureSolution, StructureSolver
 
-__all__ = ["ChainSolution", "solve_chain", "PGSRChainSolver"]
+__all__ = ["ChainSolution", "solve_chain", "chain_tables", "PGSRChainSolver"]
 
 #: Above this many table entries ``method="auto"`` switches from the table DP to PAVA.
 TABLE_BUDGET = 50_000_000
@@ -81,6 +81,30 @@ def solve_chain(noisy: NoisyGroupSizes, domains="full", delta=None, on_infeasibl
     info = {"method": chosen, "table_entries": entries, "domain_widenings": dom.widenings, "delta": dom.delta,
             "seconds": time.perf_counter() - tick}
     return ChainSolution(chain, chain_decumulate(noisy.hierarchy, chain), objective, dom, info)
+
+
+def chain_tables(noisy: NoisyGroupSizes, domains: Domains) -> list[tuple[int, np.ndarray]]:
+    """Every cost table ``tau_i`` of the chain DP, literally as Eqs. 8a-8b define them.
+
+    Returns ``(lo_i, tau_i)`` in chain order on each node's own domain (``inf`` where no
+    earlier value fits).  The optimum of Model 3 is ``tau_last(G)``.  This is the readable
+    reference for inspecting small instances; ``solve_chain`` keeps only one table at a time.
+    """
+    regions, sizes = chain_order(noisy.hierarchy, noisy.N)
+    links = chain_links(noisy.hierarchy, noisy.N)
+    tables: list[tuple[int, np.ndarray]] = []
+    for i, (r, s) in enumerate(zip(regions, sizes, strict=True)):
+        lo, hi = int(domains.lo[r, s]), int(domains.hi[r, s])
+        v = np.arange(lo, hi + 1)
+        tau = (v - noisy.values[r, s]) ** 2
+        if tables:
+            prev_lo, prev = tables[-1]
+            ref = prev if links[i - 1] == 2 else np.minimum.accumulate(prev)  # tau_i(v) or min_{x<=v} tau_i(x)
+            pos = v - prev_lo if links[i - 1] == 2 else np.minimum(v, prev_lo + len(prev) - 1) - prev_lo
+            inside = (pos >= 0) & (pos < len(prev))
+            tau = tau + np.where(inside, ref[np.clip(pos, 0, len(prev) - 1)], np.inf)
+        tables.append((lo, tau.astype(np.float64)))
+    return tables
 
 
 class PGSRChainSolver(StructureSolver):

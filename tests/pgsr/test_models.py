@@ -76,6 +76,14 @@ def test_model1_exact_optimum(request, running_example, solver, formulation, fix
     assert np.allclose(counts, np.round(counts)) and counts[0].sum() == pytest.approx(6)
 
 
+@pytest.mark.parametrize("solver", QP_SOLVERS)
+def test_model1_relaxation_f2_is_integral(running_example, f2_noisy, solver):
+    """Spec 4.8 F2: Model 1-R also has optimum 11 and its solution happens to be integral."""
+    m = M.build_hierarchical_qip(NoisyGroupSizes(running_example.hierarchy, f2_noisy, 6), relax=True)
+    assert SolverFactory(solver).solve(m).incumbent_objective == pytest.approx(11, abs=1e-5)
+    np.testing.assert_allclose(M.variable_values(m, "n"), [[2, 1, 3, 0, 0], [2, 0, 2, 0, 0], [0, 1, 1, 0, 0]], atol=1e-3)
+
+
 @pytest.mark.parametrize("values, qip, relaxed", [
     ([[2, 3, 5, 5, 5], [3, 3, 4, 4, 4], [0, 1, 2, 2, 2]], 5, 2.5),
     ([[2, 4, 7, 5, 6], [3, 1, 5, 4, 4], [0, 4, 2, 3, 4]], 14, 322 / 27),

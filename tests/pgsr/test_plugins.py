@@ -15,7 +15,7 @@ from dpmodels.core.relax import relax_integer_vars
 from dpmodels.pgsr import models as M
 from dpmodels.pgsr.data import Domains, NoisyGroupSizes, chain_cumulative, chain_order, cumulative
 from instances.pgsr import random_tree
-from solvers.pgsr_chain import solve_chain
+from solvers.pgsr_chain import chain_tables, solve_chain
 from solvers.pgsr_cumulative import solve_cumulative_dp, solve_isotonic
 from solvers.pgsr_dp import hierarchical_tables, solve_hierarchical, table_merge
 from solvers.pgsr_dp_op import solve_hierarchical_op
@@ -97,6 +97,33 @@ def test_chain_dp_table6_and_f1_f2(running_example, f1_noisy):
         assert (sol.counts >= 0).all()
 
 
+def test_table6_and_fixture_chain_tables(running_example, f1_noisy):
+    """Table 6 (domains {0..4}) and the F1/F2 chain tables of spec 4.8 (domains {0..6})."""
+    h = running_example.hierarchy
+    regions, sizes = chain_order(h, 5)
+    t6 = np.zeros((3, 5))
+    t6[regions[:3], sizes[:3]] = [3, 3, 2]  # noisy GA1, NY1, US1 from Table 6
+    noisy = NoisyGroupSizes(h, t6, 6, "chain")
+    tabs = chain_tables(noisy, Domains(np.zeros((3, 5), int), np.full((3, 5), 4)))
+    assert [t.tolist() for _, t in tabs[:3]] == [[9, 4, 1, 0, 1], [18, 8, 2, 0, 1], [22, 9, 2, 1, 5]]
+    f1 = NoisyGroupSizes(h, chain_cumulative(h, f1_noisy), 6, "chain")
+    tabs = chain_tables(f1, Domains.full(f1))
+    assert [t.tolist() for _, t in tabs[:3]] == [[9, 4, 1, 0, 1, 4, 9], [18, 8, 2, 0, 1, 4, 9], [22, 9, 2, 1, 5, 13, 25]]
+    assert tabs[-1][1].tolist() == [336, 215, 124, 63, 26, 7, 5]
+    assert all((np.diff(t, 2) >= 0).all() for _, t in tabs)  # Lemma 7: convex tables
+    f2 = np.zeros((3, 5))
+    f2[regions, sizes] = [3, 3, 2, 2, 4, 5, 6, 6, 7, 7, 5, 6, 7, 8, 6]
+    f2 = NoisyGroupSizes(h, f2, 6, "chain")
+    assert chain_tables(f2, Domains.full(f2))[-1][1].tolist() == [447, 308, 199, 120, 63, 28, 11]
+
+
+def test_algorithm2_on_f1_keeps_monotone_input(running_example, f1_noisy):
+    """Spec 4.8 F1: the cumulative inputs are monotone and in [0, 6], so n-bar = noisy and the DP gives 1."""
+    sol = solve_cumulative_dp(NoisyGroupSizes(running_example.hierarchy, cumulative(f1_noisy), 6, "cumulative"), "full")
+    np.testing.assert_array_equal(sol.preprocessed, f1_noisy)
+    assert sol.info["dp_objective"] == 1
+
+
 def test_algorithm2_on_f2(running_example):
     """Spec 4.8 F2: isotonic + clip, rounding, then the DP gives optimum 2 and a unique solution."""
     c = np.array([[2, 4, 7, 5, 6], [3, 1, 5, 4, 4], [0, 4, 2, 3, 4]], dtype=float)
@@ -161,6 +188,7 @@ def test_chain_dp_pava_brute_force_agree(instance):
     best, _ = brute_force(h, noisy.values, data.G, "chain")
     dp = solve_chain(noisy, method="dp")
     pava = solve_chain(noisy, method="pava")
+    assert chain_tables(noisy, Domains.full(noisy))[-1][1][data.G] == pytest.approx(best, abs=1e-9)
     assert dp.objective == pytest.approx(best, abs=1e-9)
     assert pava.objective == pytest.approx(best, abs=1e-9)
     assert_pgsr_feasible(h, dp.counts, data.G)
@@ -223,6 +251,19 @@ def test_plugin_and_solve_data_agree(running_example, f2_noisy):
     assert res.objective_bound == 11
     assert res.timing_info.wall_time > 0
     np.testing.assert_array_equal(M.released_counts(model), solve_hierarchical(noisy).counts)
+
+
+def test_chain_and_isotonic_plugins_match_solve_data(running_example, f2_noisy):
+    h = running_example.hierarchy
+    chain = NoisyGroupSizes(h, chain_cumulative(h, f2_noisy), 6, "chain")
+    m3 = M.build_chain_qip(chain)
+    res = SolverFactory("pgsr_chain").solve(m3)
+    np.testing.assert_array_equal(M.variable_values(m3, "c"), solve_chain(chain).chain)
+    assert res.incumbent_objective == pyo.value(m3.objective)
+    cum = NoisyGroupSizes(h, cumulative(f2_noisy), 6, "cumulative")
+    a2 = M.build_isotonic_qp(cum)
+    SolverFactory("isotonic_pava").solve(a2)
+    np.testing.assert_allclose(M.variable_values(a2, "c"), solve_isotonic(cum))
 
 
 def test_legacy_factory_name_works(running_example, f1_noisy):
