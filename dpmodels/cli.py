@@ -1,8 +1,8 @@
 """The ``dpmodels`` command.
 
-    dpmodels instances                     list built-in instances and generators
-    dpmodels compare pgsr [options]        Table-7-style comparison of PGSR mechanisms
-    dpmodels bench pgsr [options]          speed and memory bars, ratios measured in one run
+dpmodels instances                     list built-in instances and generators
+dpmodels compare pgsr [options]        Table-7-style comparison of PGSR mechanisms
+dpmodels bench pgsr [options]          speed and memory bars, ratios measured in one run
 """
 
 from __future__ import annotations
@@ -37,25 +37,47 @@ def _parser() -> argparse.ArgumentParser:
 
     cmp_ = sub.add_parser("compare", help="compare mechanisms / formulations of a family")
     cmp_sub = cmp_.add_subparsers(dest="family", required=True)
-    pgsr = cmp_sub.add_parser("pgsr", help="PGSR mechanisms on one instance (the paper's Table 7)",
-                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    pgsr.add_argument("--instance", default="pgsr/taxi-like", help="instance or generator name (see `dpmodels instances`)")
-    pgsr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                      help="generator option, e.g. --set scale=0.1 --set N=20 (repeatable)")
+    pgsr = cmp_sub.add_parser(
+        "pgsr",
+        help="PGSR mechanisms on one instance (the paper's Table 7)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    pgsr.add_argument(
+        "--instance", default="pgsr/taxi-like", help="instance or generator name (see `dpmodels instances`)"
+    )
+    pgsr.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="generator option, e.g. --set scale=0.1 --set N=20 (repeatable)",
+    )
     pgsr.add_argument("--csv-hierarchy", help="load your own data: a region,parent CSV ...")
     pgsr.add_argument("--csv-counts", help="... with region,size,count (or wide) counts ...")
     pgsr.add_argument("--csv-records", help="... or with user,unit,region,quantity records")
     pgsr.add_argument("--epsilon", type=float, nargs="+", default=[0.1, 0.5, 1.0], help="privacy budgets")
     pgsr.add_argument("--runs", type=int, default=30, help="noisy runs per epsilon")
-    pgsr.add_argument("--mechanisms", nargs="+", default=None,
-                      help="mechanisms to run (default: M_H^r M_H^dp M_c^r M_c^dp M_c^ch; also M_H, M_c, M_dp^OP)")
+    pgsr.add_argument(
+        "--mechanisms",
+        nargs="+",
+        default=None,
+        help="mechanisms to run (default: M_H^r M_H^dp M_c^r M_c^dp M_c^ch; also M_H, M_c, M_dp^OP)",
+    )
     pgsr.add_argument("--qp-solver", default="clarabel", help="backend of the relaxed models (M_H^r, M_c^r)")
     pgsr.add_argument("--qip-solver", default="scip", help="backend of the exact QIPs (M_H, M_c)")
     pgsr.add_argument("--time-limit", type=float, default=None, help="seconds per QIP/QP solve")
-    pgsr.add_argument("--domains", choices=["truncated", "full"], default="truncated",
-                      help="variable domains: the paper's noisy +- 3 ceil(2 lambda^2), or [0, G]")
-    pgsr.add_argument("--calibration", choices=["sound", "paper"], default="sound",
-                      help="chain noise of M_c^ch: sound L|R_l|/eps, or the paper's L/eps (not eps-DP)")
+    pgsr.add_argument(
+        "--domains",
+        choices=["truncated", "full"],
+        default="truncated",
+        help="variable domains: the paper's noisy +- 3 ceil(2 lambda^2), or [0, G]",
+    )
+    pgsr.add_argument(
+        "--calibration",
+        choices=["sound", "paper"],
+        default="sound",
+        help="chain noise of M_c^ch: sound L|R_l|/eps, or the paper's L/eps (not eps-DP)",
+    )
     pgsr.add_argument("--seed", type=int, default=0)
     pgsr.add_argument("--executor", default="serial", help="serial, process, dask, or a number of processes")
     pgsr.add_argument("--csv", help="write one row per run to this CSV")
@@ -65,10 +87,18 @@ def _parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="measured speed and memory bars")
     bench_sub = bench.add_subparsers(dest="family", required=True)
-    bpgsr = bench_sub.add_parser("pgsr", help="pgsr_dp vs relaxed QPs (Figure 7 sweep) and the full census shape",
-                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    bpgsr.add_argument("--sizes", type=int, nargs="+", default=[5, 10, 15, 20, 25, 30, 35, 40, 45, 50],
-                       help="group-size counts N of the taxi-like sweep")
+    bpgsr = bench_sub.add_parser(
+        "pgsr",
+        help="pgsr_dp vs relaxed QPs (Figure 7 sweep) and the full census shape",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    bpgsr.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[5, 10, 15, 20, 25, 30, 35, 40, 45, 50],
+        help="group-size counts N of the taxi-like sweep",
+    )
     bpgsr.add_argument("--time-limit", type=float, default=120.0, help="seconds per highs/clarabel solve")
     bpgsr.add_argument("--census-scale", type=float, default=1.0, help="census-like scale (1 = 1.18e8 households)")
     bpgsr.add_argument("--skip-sweep", action="store_true")
@@ -134,10 +164,21 @@ def _run_compare_pgsr(args) -> int:
         options[name] = opts
     executor = int(args.executor) if args.executor.isdigit() else args.executor
     print(f"instance: {data.name}  {data.hierarchy.describe()}  N = {data.N}  G = {data.G:,}")
-    runs = compare_mechanisms(data, args.epsilon, args.runs, mechanisms, args.seed, options, args.calibration,
-                              executor=executor, progress=not args.no_progress)
-    print(f"\nmean over {args.runs} runs per epsilon; L1 errors summed over the regions of each level; "
-          "#CV = consistency violations; seconds = post-processing time")
+    runs = compare_mechanisms(
+        data,
+        args.epsilon,
+        args.runs,
+        mechanisms,
+        args.seed,
+        options,
+        args.calibration,
+        executor=executor,
+        progress=not args.no_progress,
+    )
+    print(
+        f"\nmean over {args.runs} runs per epsilon; L1 errors summed over the regions of each level; "
+        "#CV = consistency violations; seconds = post-processing time"
+    )
     print(format_table7(table7(runs)))
     if args.csv:
         runs.to_csv(args.csv, index=False)
@@ -153,8 +194,12 @@ def _run_bench_pgsr(args) -> int:
 
     if args.quick:
         args.sizes, args.time_limit, args.census_scale = [5, 10, 20], 30.0, 0.1
-    run_bench(sizes=[] if args.skip_sweep else args.sizes, time_limit=args.time_limit,
-              census_scale=None if args.skip_census else args.census_scale, json_path=args.json)
+    run_bench(
+        sizes=[] if args.skip_sweep else args.sizes,
+        time_limit=args.time_limit,
+        census_scale=None if args.skip_census else args.census_scale,
+        json_path=args.json,
+    )
     return 0
 
 

@@ -81,7 +81,9 @@ def generate(name: str, seed=0, **shape):
     params = inspect.signature(entry.factory).parameters
     unknown = sorted(set(shape) - set(params))
     if unknown:
-        raise DataValidationError("shape", f"{name!r} has no options {unknown}; it takes {sorted(set(params) - {'seed'})}")
+        raise DataValidationError(
+            "shape", f"{name!r} has no options {unknown}; it takes {sorted(set(params) - {'seed'})}"
+        )
     return entry.factory(seed=seed, **shape)
 
 

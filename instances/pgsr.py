@@ -63,9 +63,18 @@ def census_size_distribution(N: int, head: np.ndarray = CENSUS_PROFILE) -> np.nd
     return p / p.sum()
 
 
-@register_generator("pgsr/census-like", "1 nation / 52 states / 3,144 counties, N <= 1,000, household sizes with the paper's tail")
-def census_like(seed=0, scale: float = 1.0, N: int = 1000, n_states: int = 52, n_counties: int = 3144,
-                households: int = 117_630_445, outliers: int = 50) -> GroupSizeData:
+@register_generator(
+    "pgsr/census-like", "1 nation / 52 states / 3,144 counties, N <= 1,000, household sizes with the paper's tail"
+)
+def census_like(
+    seed=0,
+    scale: float = 1.0,
+    N: int = 1000,
+    n_states: int = 52,
+    n_counties: int = 3144,
+    households: int = 117_630_445,
+    outliers: int = 50,
+) -> GroupSizeData:
     """A synthetic census of household sizes of the paper's shape.
 
     County sizes are heavy-tailed (lognormal), each county's shares of sizes 1..6 and
@@ -108,9 +117,12 @@ def _reorder_leaves(hierarchy: Hierarchy, names: list[str], rows: np.ndarray) ->
 
 
 # ---------------------------------------------------------------------- taxi-like
-@register_generator("pgsr/taxi-like", "NYC / 6 boroughs / 263 zones; taxis with heavy-tailed pickup counts, sizes > N removed")
-def taxi_like(seed=0, scale: float = 1.0, N: int = 50, n_taxis: int = 13_282, mean_size: float = 1844.0,
-              sigma: float = 2.0) -> GroupSizeData:
+@register_generator(
+    "pgsr/taxi-like", "NYC / 6 boroughs / 263 zones; taxis with heavy-tailed pickup counts, sizes > N removed"
+)
+def taxi_like(
+    seed=0, scale: float = 1.0, N: int = 50, n_taxis: int = 13_282, mean_size: float = 1844.0, sigma: float = 2.0
+) -> GroupSizeData:
     """A synthetic taxi data set of the paper's shape (spec 6.6).
 
     A group is a taxi, its size its number of pickups (lognormal with mean ``mean_size``),
@@ -137,8 +149,9 @@ def taxi_like(seed=0, scale: float = 1.0, N: int = 50, n_taxis: int = 13_282, me
     if not keep.any():
         raise DataValidationError("N", f"no taxi has at most N={N} pickups; raise N or scale")
     regions = np.asarray(zones)[zone_of[keep]]
-    return GroupSizeData.from_groups(hierarchy, regions, sizes[keep], n_sizes=N,
-                                     name=f"taxi-like(scale={scale}, N={N}, seed={seed})")
+    return GroupSizeData.from_groups(
+        hierarchy, regions, sizes[keep], n_sizes=N, name=f"taxi-like(scale={scale}, N={N}, seed={seed})"
+    )
 
 
 # ---------------------------------------------------------------------- small random trees
@@ -168,8 +181,14 @@ def random_tree(seed=0, depth: int = 3, branching: tuple[int, int] = (1, 3), N: 
 
 
 # ---------------------------------------------------------------------- user files
-def from_csv(hierarchy: str | Path, counts: str | Path | None = None, records: str | Path | None = None,
-             N: int | None = None, overflow: str = "error", name: str | None = None) -> GroupSizeData:
+def from_csv(
+    hierarchy: str | Path,
+    counts: str | Path | None = None,
+    records: str | Path | None = None,
+    N: int | None = None,
+    overflow: str = "error",
+    name: str | None = None,
+) -> GroupSizeData:
     """Load a user's hierarchy (``region,parent``) with either group-size counts or records.
 
     ``counts``: long format ``region,size,count`` for the leaves (absent leaves and sizes
@@ -222,7 +241,9 @@ def _wide_counts(frame: pd.DataFrame, path, N: int | None) -> pd.DataFrame:
                 raise DataValidationError(str(path), f"column {col!r} must hold integers")
         if (frame["count"] < 0).any():
             bad = frame.loc[frame["count"] < 0].iloc[0]
-            raise DataValidationError(str(path), f"negative count {bad['count']} for region {bad['region']!r}, size {bad['size']}")
+            raise DataValidationError(
+                str(path), f"negative count {bad['count']} for region {bad['region']!r}, size {bad['size']}"
+            )
         if (frame["size"] < 1).any():
             raise DataValidationError(str(path), "sizes must be >= 1")
         if frame.duplicated(["region", "size"]).any():
@@ -237,7 +258,9 @@ def _wide_counts(frame: pd.DataFrame, path, N: int | None) -> pd.DataFrame:
     try:
         sizes = [int(c) for c in value_cols]
     except ValueError as err:
-        raise DataValidationError(str(path), "wide counts need integer size columns 1..N, or use region,size,count") from err
+        raise DataValidationError(
+            str(path), "wide counts need integer size columns 1..N, or use region,size,count"
+        ) from err
     if sizes != list(range(1, len(sizes) + 1)):
         raise DataValidationError(str(path), f"size columns must be 1..N in order, got {value_cols[:5]}...")
     if frame["region"].duplicated().any():

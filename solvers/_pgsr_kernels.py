@@ -85,8 +85,27 @@ def _slope(r, s, v, step, is_leaf, noisy, lo, offset, tables):
 
 
 @njit(cache=True)
-def _merge_walk(p, s, step, stop, child_start, child_count, is_leaf, noisy, lo, hi, offset,
-                tables, argmin, x, keys, ids, phi, phi_lo, record):
+def _merge_walk(
+    p,
+    s,
+    step,
+    stop,
+    child_start,
+    child_count,
+    is_leaf,
+    noisy,
+    lo,
+    hi,
+    offset,
+    tables,
+    argmin,
+    x,
+    keys,
+    ids,
+    phi,
+    phi_lo,
+    record,
+):
     """Greedy min-plus merge of the children of node (p, s) from V0 = sum of argmins.
 
     Moves one unit at a time in direction ``step`` on the child whose table grows least
@@ -152,15 +171,59 @@ def hierarchical_tables(child_start, child_count, is_leaf, noisy, lo, hi, offset
                 best = np.ceil(noisy[r, s] - 0.5)  # smallest integer minimiser of (v - y)^2
                 argmin[r, s] = int(min(max(best, lo[r, s]), hi[r, s]))
                 continue
-            phi = tables[offset[r, s]: offset[r, s] + hi[r, s] - lo[r, s] + 1]
+            phi = tables[offset[r, s] : offset[r, s] + hi[r, s] - lo[r, s] + 1]
             v0 = _children_argmin_sum(r, s, child_start, child_count, argmin)
             if hi[r, s] > v0 or lo[r, s] <= v0 <= hi[r, s]:
-                if _merge_walk(r, s, 1, max(hi[r, s], v0), child_start, child_count, is_leaf, noisy,
-                               lo, hi, offset, tables, argmin, x, keys, ids, phi, lo[r, s], True) < 0:
+                if (
+                    _merge_walk(
+                        r,
+                        s,
+                        1,
+                        max(hi[r, s], v0),
+                        child_start,
+                        child_count,
+                        is_leaf,
+                        noisy,
+                        lo,
+                        hi,
+                        offset,
+                        tables,
+                        argmin,
+                        x,
+                        keys,
+                        ids,
+                        phi,
+                        lo[r, s],
+                        True,
+                    )
+                    < 0
+                ):
                     return False
             if lo[r, s] < v0:
-                if _merge_walk(r, s, -1, lo[r, s], child_start, child_count, is_leaf, noisy,
-                               lo, hi, offset, tables, argmin, x, keys, ids, phi, lo[r, s], True) < 0:
+                if (
+                    _merge_walk(
+                        r,
+                        s,
+                        -1,
+                        lo[r, s],
+                        child_start,
+                        child_count,
+                        is_leaf,
+                        noisy,
+                        lo,
+                        hi,
+                        offset,
+                        tables,
+                        argmin,
+                        x,
+                        keys,
+                        ids,
+                        phi,
+                        lo[r, s],
+                        True,
+                    )
+                    < 0
+                ):
                     return False
             best_v = lo[r, s]
             best_val = np.inf
@@ -225,8 +288,30 @@ def hierarchical_split(child_start, child_count, is_leaf, noisy, lo, hi, offset,
                 continue
             v0 = _children_argmin_sum(r, s, child_start, child_count, argmin)
             step = 1 if out[r, s] >= v0 else -1
-            if _merge_walk(r, s, step, out[r, s], child_start, child_count, is_leaf, noisy, lo, hi,
-                           offset, tables, argmin, x, keys, ids, dummy, 0, False) < 0:
+            if (
+                _merge_walk(
+                    r,
+                    s,
+                    step,
+                    out[r, s],
+                    child_start,
+                    child_count,
+                    is_leaf,
+                    noisy,
+                    lo,
+                    hi,
+                    offset,
+                    tables,
+                    argmin,
+                    x,
+                    keys,
+                    ids,
+                    dummy,
+                    0,
+                    False,
+                )
+                < 0
+            ):
                 return False
             for k in range(child_count[r]):
                 out[child_start[r] + k, s] = x[k]

@@ -100,7 +100,7 @@ class StructureSolver(SolverBase):
 
     def solve(self, model, **kwds) -> Results:
         """Solve a dpmodels-built ``model`` with this plugin's algorithm."""
-        start = datetime.datetime.now(datetime.timezone.utc)
+        start = datetime.datetime.now(datetime.UTC)
         tick = time.perf_counter()
         config = self.config(value=kwds, preserve_implicit=True)
         marker = self._checked(model)

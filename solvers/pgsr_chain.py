@@ -48,8 +48,9 @@ class ChainSolution:
     info: dict = field(default_factory=dict)
 
 
-def solve_chain(noisy: NoisyGroupSizes, domains="full", delta=None, on_infeasible: str = "raise",
-                method: str = "auto") -> ChainSolution:
+def solve_chain(
+    noisy: NoisyGroupSizes, domains="full", delta=None, on_infeasible: str = "raise", method: str = "auto"
+) -> ChainSolution:
     """Exact optimum of the corrected Model 3 on plain data.
 
     ``method``: ``"dp"`` (the paper's table DP), ``"pava"`` (pool adjacent violators) or
@@ -78,8 +79,13 @@ def solve_chain(noisy: NoisyGroupSizes, domains="full", delta=None, on_infeasibl
     chain = np.empty(noisy.values.shape, dtype=np.int64)
     chain[regions, sizes] = x
     objective = float(((x - y) ** 2).sum())
-    info = {"method": chosen, "table_entries": entries, "domain_widenings": dom.widenings, "delta": dom.delta,
-            "seconds": time.perf_counter() - tick}
+    info = {
+        "method": chosen,
+        "table_entries": entries,
+        "domain_widenings": dom.widenings,
+        "delta": dom.delta,
+        "seconds": time.perf_counter() - tick,
+    }
     return ChainSolution(chain, chain_decumulate(noisy.hierarchy, chain), objective, dom, info)
 
 
@@ -119,11 +125,17 @@ class PGSRChainSolver(StructureSolver):
             raise ModelStructureError(
                 "pgsr_chain solves the corrected Model 3; this model was built with literal=True "
                 "(the paper's printed C8, erratum A3), whose optimum can be invalid in n-space. "
-                "Solve it with a general solver such as scip")
+                "Solve it with a general solver such as scip"
+            )
         noisy, dom = marker.data["noisy"], marker.data["domains"]
         reason = chain_infeasibility(noisy, dom)
         if reason is not None:
             return StructureSolution({}, None, TerminationCondition.provenInfeasible, info={"reason": reason})
         sol = solve_chain(noisy, dom)
-        return StructureSolution({"c": sol.chain}, sol.objective, TerminationCondition.convergenceCriteriaSatisfied,
-                                 bound=sol.objective, info=sol.info)
+        return StructureSolution(
+            {"c": sol.chain},
+            sol.objective,
+            TerminationCondition.convergenceCriteriaSatisfied,
+            bound=sol.objective,
+            info=sol.info,
+        )

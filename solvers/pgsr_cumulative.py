@@ -44,8 +44,9 @@ class CumulativeSolution:
     info: dict = field(default_factory=dict)
 
 
-def solve_cumulative_dp(noisy: NoisyGroupSizes, domains="truncated", delta=None,
-                        on_infeasible: str = "widen") -> CumulativeSolution:
+def solve_cumulative_dp(
+    noisy: NoisyGroupSizes, domains="truncated", delta=None, on_infeasible: str = "widen"
+) -> CumulativeSolution:
     """Algorithm 2: isotonic step, round half up, (-), then the M_H^dp DP on the result.
 
     The DP's domains are built around the pre-processed counts with the cumulative noise
@@ -73,8 +74,9 @@ class IsotonicPAVASolver(StructureSolver):
         noisy = marker.data["noisy"]
         c = solve_isotonic(noisy)
         objective = float(((c - noisy.values) ** 2).sum())
-        return StructureSolution({"c": c}, objective, TerminationCondition.convergenceCriteriaSatisfied,
-                                 bound=objective)
+        return StructureSolution(
+            {"c": c}, objective, TerminationCondition.convergenceCriteriaSatisfied, bound=objective
+        )
 
 
 class CumulativeDPSolver(StructureSolver):
@@ -93,7 +95,12 @@ class CumulativeDPSolver(StructureSolver):
         sol = solve_cumulative_dp(noisy, "truncated" if noisy.level_scales else "full")
         c = cumulative(sol.counts)
         if np.any(c < dom.lo) or np.any(c > dom.hi):
-            return StructureSolution({}, None, TerminationCondition.error,
-                                     info={"reason": "Algorithm 2's solution leaves the model's domains"})
-        return StructureSolution({"c": c}, sol.objective, TerminationCondition.convergenceCriteriaSatisfied,
-                                 exact=False, info=sol.info)
+            return StructureSolution(
+                {},
+                None,
+                TerminationCondition.error,
+                info={"reason": "Algorithm 2's solution leaves the model's domains"},
+            )
+        return StructureSolution(
+            {"c": c}, sol.objective, TerminationCondition.convergenceCriteriaSatisfied, exact=False, info=sol.info
+        )

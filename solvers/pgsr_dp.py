@@ -78,7 +78,7 @@ class CostTables:
         if is_leaf:
             return lo, (np.arange(lo, hi + 1) - noisy[r, s]) ** 2
         start = int(self.offset[r, s])
-        return lo, self.tables[start:start + hi - lo + 1].copy()
+        return lo, self.tables[start : start + hi - lo + 1].copy()
 
 
 def hierarchical_tables(noisy: NoisyGroupSizes, domains: Domains) -> CostTables:
@@ -89,15 +89,17 @@ def hierarchical_tables(noisy: NoisyGroupSizes, domains: Domains) -> CostTables:
     offset = (np.cumsum(width.ravel()) - width.ravel()).reshape(width.shape)
     tables = np.empty(int(width.sum()), dtype=np.float64)
     argmin = np.empty(lo.shape, dtype=np.int64)
-    ok = kernels.hierarchical_tables(h.child_start, h.child_count, h.is_leaf, noisy.values, lo, hi,
-                                     offset, tables, argmin)
+    ok = kernels.hierarchical_tables(
+        h.child_start, h.child_count, h.is_leaf, noisy.values, lo, hi, offset, tables, argmin
+    )
     if not ok:
         raise RuntimeError("pgsr_dp: a merge could not reach a feasible interval (internal error)")
     return CostTables(lo, hi, offset, tables, argmin)
 
 
-def solve_hierarchical(noisy: NoisyGroupSizes, domains="full", delta=None,
-                       on_infeasible: str = "raise") -> HierarchicalSolution:
+def solve_hierarchical(
+    noisy: NoisyGroupSizes, domains="full", delta=None, on_infeasible: str = "raise"
+) -> HierarchicalSolution:
     """Exact optimum of Model 1 on plain data, without building a Pyomo model.
 
     ``domains`` is ``"full"`` ([0, G]: the exact QIP), ``"truncated"`` (the paper's
@@ -111,12 +113,23 @@ def solve_hierarchical(noisy: NoisyGroupSizes, domains="full", delta=None,
     state = hierarchical_tables(noisy, dom)
     up = time.perf_counter()
     counts = np.empty(state.lo.shape, dtype=np.int64)
-    root, cost = kernels.root_split(noisy.G, noisy.hierarchy.is_leaf, noisy.values, state.lo, state.hi,
-                                    state.offset, state.tables, state.argmin)
+    root, cost = kernels.root_split(
+        noisy.G, noisy.hierarchy.is_leaf, noisy.values, state.lo, state.hi, state.offset, state.tables, state.argmin
+    )
     counts[0] = root
     h = noisy.hierarchy
-    if not kernels.hierarchical_split(h.child_start, h.child_count, h.is_leaf, noisy.values, state.lo,
-                                      state.hi, state.offset, state.tables, state.argmin, counts):
+    if not kernels.hierarchical_split(
+        h.child_start,
+        h.child_count,
+        h.is_leaf,
+        noisy.values,
+        state.lo,
+        state.hi,
+        state.offset,
+        state.tables,
+        state.argmin,
+        counts,
+    ):
         raise RuntimeError("pgsr_dp: top-down split failed (internal error)")
     done = time.perf_counter()
     objective = float(((counts - noisy.values) ** 2).sum())
@@ -148,6 +161,6 @@ class PGSRDPSolver(StructureSolver):
         values = {"n": sol.counts}
         if marker.formulation == "pgsr.hierarchical_milp":
             values["t"] = (sol.counts - noisy.values) ** 2
-        return StructureSolution(values, sol.objective, TerminationCondition.convergenceCriteriaSatisfied,
-                                 bound=sol.objective, info=sol.info)
-
+        return StructureSolution(
+            values, sol.objective, TerminationCondition.convergenceCriteriaSatisfied, bound=sol.objective, info=sol.info
+        )

@@ -14,7 +14,12 @@ import numpy as np
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import TerminationCondition
 
-from dpmodels.pgsr.data import NoisyGroupSizes, hierarchical_feasible_interval, hierarchical_infeasibility, resolve_domains
+from dpmodels.pgsr.data import (
+    NoisyGroupSizes,
+    hierarchical_feasible_interval,
+    hierarchical_infeasibility,
+    resolve_domains,
+)
 from dpmodels.pgsr.models import build_node_subproblem
 
 from .base import StructureSolution, StructureSolver
@@ -39,8 +44,9 @@ class _SubproblemSolver:
         return float(res.incumbent_objective), x
 
 
-def solve_hierarchical_op(noisy: NoisyGroupSizes, domains="full", delta=None, on_infeasible: str = "raise",
-                          subsolver: str = "highs") -> HierarchicalSolution:
+def solve_hierarchical_op(
+    noisy: NoisyGroupSizes, domains="full", delta=None, on_infeasible: str = "raise", subsolver: str = "highs"
+) -> HierarchicalSolution:
     """Exact optimum of Model 1 with every DP table entry computed by a sub-model solve."""
     noisy.require_kind("counts", "pgsr_dp_op")
     tick = time.perf_counter()
@@ -73,8 +79,12 @@ def solve_hierarchical_op(noisy: NoisyGroupSizes, domains="full", delta=None, on
         for r in h.internal:
             counts[h.children(r), s] = splits[r, s][int(counts[r, s])]
     objective = float(((counts - noisy.values) ** 2).sum())
-    info = {"dp_objective": cost, "subproblems": solves, "domain_widenings": dom.widenings,
-            "seconds": time.perf_counter() - tick}
+    info = {
+        "dp_objective": cost,
+        "subproblems": solves,
+        "domain_widenings": dom.widenings,
+        "seconds": time.perf_counter() - tick,
+    }
     return HierarchicalSolution(counts, objective, True, dom, info)
 
 
@@ -94,5 +104,6 @@ class PGSRDPOPSolver(StructureSolver):
         values = {"n": sol.counts}
         if marker.formulation == "pgsr.hierarchical_milp":
             values["t"] = (sol.counts - noisy.values) ** 2
-        return StructureSolution(values, sol.objective, TerminationCondition.convergenceCriteriaSatisfied,
-                                 bound=sol.objective, info=sol.info)
+        return StructureSolution(
+            values, sol.objective, TerminationCondition.convergenceCriteriaSatisfied, bound=sol.objective, info=sol.info
+        )

@@ -23,9 +23,33 @@ def test_instances_lists_everything():
 
 def test_compare_pgsr_writes_table_csv_and_plot(tmp_path):
     csv, png = tmp_path / "runs.csv", tmp_path / "plot.png"
-    out = run("compare", "pgsr", "--instance", "pgsr/taxi-like", "--set", "scale=0.1", "--set", "N=6",
-              "--epsilon", "0.5", "1", "--runs", "2", "--mechanisms", "M_H", "M_H^r", "M_H^dp", "M_c^ch",
-              "--qp-solver", "highs", "--csv", str(csv), "--plot", str(png), "--no-progress").stdout
+    out = run(
+        "compare",
+        "pgsr",
+        "--instance",
+        "pgsr/taxi-like",
+        "--set",
+        "scale=0.1",
+        "--set",
+        "N=6",
+        "--epsilon",
+        "0.5",
+        "1",
+        "--runs",
+        "2",
+        "--mechanisms",
+        "M_H",
+        "M_H^r",
+        "M_H^dp",
+        "M_c^ch",
+        "--qp-solver",
+        "highs",
+        "--csv",
+        str(csv),
+        "--plot",
+        str(png),
+        "--no-progress",
+    ).stdout
     assert "L1 level 3" in out and "M_H^dp" in out
     runs = pd.read_csv(csv)
     assert len(runs) == 2 * 2 * 4
@@ -38,14 +62,27 @@ def test_compare_pgsr_writes_table_csv_and_plot(tmp_path):
 def test_compare_pgsr_user_csv(tmp_path):
     (tmp_path / "h.csv").write_text("region,parent\nUS,\nGA,US\nNY,US\n")
     (tmp_path / "c.csv").write_text("region,size,count\nGA,1,2\nGA,3,1\nNY,1,1\nNY,2,1\nNY,3,1\n")
-    out = run("compare", "pgsr", "--csv-hierarchy", str(tmp_path / "h.csv"), "--csv-counts", str(tmp_path / "c.csv"),
-              "--runs", "2", "--no-progress").stdout
+    out = run(
+        "compare",
+        "pgsr",
+        "--csv-hierarchy",
+        str(tmp_path / "h.csv"),
+        "--csv-counts",
+        str(tmp_path / "c.csv"),
+        "--runs",
+        "2",
+        "--no-progress",
+    ).stdout
     assert "G = 6" in out
 
 
 def test_bad_input_is_a_clear_error(capsys):
-    assert main(["compare", "pgsr", "--instance", "pgsr/running-example", "--epsilon", "-1", "--runs", "1",
-                 "--no-progress"]) == 2
+    assert (
+        main(
+            ["compare", "pgsr", "--instance", "pgsr/running-example", "--epsilon", "-1", "--runs", "1", "--no-progress"]
+        )
+        == 2
+    )
     assert "epsilon: must be > 0" in capsys.readouterr().err
     assert main(["compare", "pgsr", "--instance", "pgsr/unknown", "--no-progress"]) == 2
     assert "unknown name" in capsys.readouterr().err
@@ -55,7 +92,9 @@ def test_bad_input_is_a_clear_error(capsys):
 
 def test_bench_pgsr_small(tmp_path):
     report = tmp_path / "bench.json"
-    out = run("bench", "pgsr", "--sizes", "5", "--time-limit", "20", "--census-scale", "0.001", "--json", str(report)).stdout
+    out = run(
+        "bench", "pgsr", "--sizes", "5", "--time-limit", "20", "--census-scale", "0.001", "--json", str(report)
+    ).stdout
     assert "clarabel" in out and "peak RSS GB" in out
     data = json.loads(report.read_text())
     assert data["census"]["consistent"] is True and data["sweep"][0]["N"] == 5

@@ -67,9 +67,7 @@ def _dask_local_cluster() -> Iterator[Executor]:
     """Start a local Dask cluster (one single-threaded process per core), close it on exit."""
     distributed = _import_distributed()
     with (
-        distributed.LocalCluster(
-            n_workers=os.cpu_count(), threads_per_worker=1, processes=True
-        ) as cluster,
+        distributed.LocalCluster(n_workers=os.cpu_count(), threads_per_worker=1, processes=True) as cluster,
         distributed.Client(cluster) as client,
     ):
         yield client.get_executor()

@@ -41,8 +41,16 @@ def get_solver(name: str):
     return solver
 
 
-def solve(model, solver: str = "highs", *, time_limit: float | None = None, tee: bool = False,
-          load_solutions: bool = True, raise_on_nonoptimal: bool = False, **solver_options) -> Results:
+def solve(
+    model,
+    solver: str = "highs",
+    *,
+    time_limit: float | None = None,
+    tee: bool = False,
+    load_solutions: bool = True,
+    raise_on_nonoptimal: bool = False,
+    **solver_options,
+) -> Results:
     """Solve ``model`` with backend ``solver`` and return Pyomo's ``Results``.
 
     By default a solver that stops without an optimum does not raise: read
@@ -61,9 +69,14 @@ def solve(model, solver: str = "highs", *, time_limit: float | None = None, tee:
     return results
 
 
-def compare(models: Mapping[str, object], solvers: Sequence[str], *,
-            evaluate: Callable[[object], Mapping] | None = None, time_limit: float | None = None,
-            progress: bool = False) -> pd.DataFrame:
+def compare(
+    models: Mapping[str, object],
+    solvers: Sequence[str],
+    *,
+    evaluate: Callable[[object], Mapping] | None = None,
+    time_limit: float | None = None,
+    progress: bool = False,
+) -> pd.DataFrame:
     """Solve every model (or model factory) with every solver; one row per pair.
 
     Each pair solves its own clone, so solutions never leak between solvers.  Columns:
@@ -84,8 +97,16 @@ def compare(models: Mapping[str, object], solvers: Sequence[str], *,
 
 
 def _compare_row(formulation, solver, model, evaluate, time_limit) -> dict:
-    row = {"formulation": formulation, "solver": solver, "termination": "", "solution": "none",
-           "objective": None, "bound": None, "seconds": None, "message": ""}
+    row = {
+        "formulation": formulation,
+        "solver": solver,
+        "termination": "",
+        "solution": "none",
+        "objective": None,
+        "bound": None,
+        "seconds": None,
+        "message": "",
+    }
     tick = time.perf_counter()
     try:
         results = solve(model, solver, time_limit=time_limit)
@@ -97,8 +118,12 @@ def _compare_row(formulation, solver, model, evaluate, time_limit) -> dict:
         return row
     finally:
         row["seconds"] = time.perf_counter() - tick
-    row.update(termination=results.termination_condition.name, solution=results.solution_status.name,
-               objective=results.incumbent_objective, bound=results.objective_bound)
+    row.update(
+        termination=results.termination_condition.name,
+        solution=results.solution_status.name,
+        objective=results.incumbent_objective,
+        bound=results.objective_bound,
+    )
     if evaluate is not None and results.solution_loader.get_number_of_solutions() > 0:
         row.update(evaluate(model))
     return row

@@ -67,9 +67,7 @@ class Hierarchy:
             raise DataValidationError("graph", "has no nodes")
         if graph.is_directed():
             if not nx.is_arborescence(graph):
-                raise DataValidationError(
-                    "graph", "is not a tree directed from a single root (not an arborescence)"
-                )
+                raise DataValidationError("graph", "is not a tree directed from a single root (not an arborescence)")
             roots = [v for v, d in graph.in_degree() if d == 0]
             if root is not None and str(root) != str(roots[0]):
                 raise DataValidationError("root", f"{root!r} is not the root {roots[0]!r}")

@@ -137,5 +137,3 @@ class _ExpressionHasher:
             else:
                 tokens.append(repr(node))
         self.h.update(("|".join(tokens) + "\n").encode())
-
-

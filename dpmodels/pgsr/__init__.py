@@ -21,8 +21,23 @@ from .models import (
 )
 
 __all__ = [
-    "Domains", "GroupSizeData", "NoisyGroupSizes", "chain_cumulative", "chain_decumulate", "cumulative",
-    "decumulate", "MECHANISMS", "measure", "postprocess", "run_mechanism", "build_chain_qip",
-    "build_cumulative_qip", "build_hierarchical_milp", "build_hierarchical_qip", "build_isotonic_qp",
-    "build_node_subproblem", "released_counts", "variable_values",
+    "Domains",
+    "GroupSizeData",
+    "NoisyGroupSizes",
+    "chain_cumulative",
+    "chain_decumulate",
+    "cumulative",
+    "decumulate",
+    "MECHANISMS",
+    "measure",
+    "postprocess",
+    "run_mechanism",
+    "build_chain_qip",
+    "build_cumulative_qip",
+    "build_hierarchical_milp",
+    "build_hierarchical_qip",
+    "build_isotonic_qp",
+    "build_node_subproblem",
+    "released_counts",
+    "variable_values",
 ]

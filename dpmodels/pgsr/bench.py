@@ -59,13 +59,14 @@ def figure7_sweep(sizes, time_limit: float = 120.0, epsilon: float = 1.0, seed: 
         build = time.perf_counter() - tick
         relaxed = relax_integer_vars(model)
         dom: Domains = model._dpmodels_structure.data["domains"]
-        row = {"N": N, "regions": data.hierarchy.n_regions, "variables": len(model.n),
-               "G": data.G, "build s": build}
+        row = {"N": N, "regions": data.hierarchy.n_regions, "variables": len(model.n), "G": data.G, "build s": build}
         row["pgsr_dp s"], row["pgsr_dp obj"], _ = _timed_solve(model, "pgsr_dp", None)
         tick = time.perf_counter()
         solve_hierarchical(noisy, dom)
         row["solve_data s"] = time.perf_counter() - tick
-        row["clarabel s"], row["clarabel obj"], row["clarabel status"] = _timed_solve(relaxed.clone(), "clarabel", time_limit)
+        row["clarabel s"], row["clarabel obj"], row["clarabel status"] = _timed_solve(
+            relaxed.clone(), "clarabel", time_limit
+        )
         if highs_gave_up:
             row["highs s"], row["highs obj"], row["highs status"] = np.nan, None, "skipped (limit hit at smaller N)"
         else:
@@ -93,9 +94,11 @@ def _sweep_line(row: dict) -> str:
     highs = f"{row['highs s']:8.2f}" if np.isfinite(row["highs s"]) else "       -"
     ratio = f"{row['highs / pgsr_dp']:9.1f}x" if np.isfinite(row["highs / pgsr_dp"]) else "         -"
     limit = "" if row["highs status"] == "convergenceCriteriaSatisfied" else f"  highs: {row['highs status']}"
-    return (f"N={row['N']:3d} vars={row['variables']:6d}  pgsr_dp {row['pgsr_dp s']:7.3f}s "
-            f"(solve_data {row['solve_data s']:7.3f}s)  clarabel {row['clarabel s']:7.3f}s "
-            f"= {row['clarabel / pgsr_dp']:7.1f}x  highs {highs}s = {ratio}{limit}")
+    return (
+        f"N={row['N']:3d} vars={row['variables']:6d}  pgsr_dp {row['pgsr_dp s']:7.3f}s "
+        f"(solve_data {row['solve_data s']:7.3f}s)  clarabel {row['clarabel s']:7.3f}s "
+        f"= {row['clarabel / pgsr_dp']:7.1f}x  highs {highs}s = {ratio}{limit}"
+    )
 
 
 def census_end_to_end(scale: float = 1.0, epsilon: float = 1.0, seed: int = 0) -> dict:
@@ -123,8 +126,9 @@ def census_end_to_end(scale: float = 1.0, epsilon: float = 1.0, seed: int = 0) -
     out["pgsr_dp s"] = time.perf_counter() - tick
     out.update({k: v for k, v in sol.info.items() if k.startswith("seconds") or k in ("table_entries", "delta")})
     h = data.hierarchy
-    out["consistent"] = bool(not h.consistency_residual(sol.counts).any() and (sol.counts >= 0).all()
-                             and sol.counts[0].sum() == data.G)
+    out["consistent"] = bool(
+        not h.consistency_residual(sol.counts).any() and (sol.counts >= 0).all() and sol.counts[0].sum() == data.G
+    )
     out["L1 per level"] = [float(np.abs(sol.counts - data.counts)[h.level_slice(lvl)].sum()) for lvl in (1, 2, 3)]
     chain, _ = measure(data, epsilon, "chain", rng=seed)
     tick = time.perf_counter()
@@ -136,7 +140,10 @@ def census_end_to_end(scale: float = 1.0, epsilon: float = 1.0, seed: int = 0) -
 
 
 def _census_in_child(scale: float) -> dict:
-    code = f"import json; from dpmodels.pgsr.bench import census_end_to_end; print(json.dumps(census_end_to_end({scale!r})))"
+    code = (
+        "import json; from dpmodels.pgsr.bench import census_end_to_end; "
+        f"print(json.dumps(census_end_to_end({scale!r})))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"census benchmark failed:\n{proc.stderr[-2000:]}")
@@ -161,8 +168,10 @@ def run_bench(sizes, time_limit: float, census_scale: float | None, json_path: s
         if census_scale == 1.0:
             fast = census["pgsr_dp s"] <= BAR_SECONDS
             small = census["peak RSS GB"] <= BAR_GIGABYTES
-            print(f"    bar: pgsr_dp <= {BAR_SECONDS:g} s: {'met' if fast else 'NOT met'}; "
-                  f"peak RSS <= {BAR_GIGABYTES:g} GB: {'met' if small else 'NOT met'}")
+            print(
+                f"    bar: pgsr_dp <= {BAR_SECONDS:g} s: {'met' if fast else 'NOT met'}; "
+                f"peak RSS <= {BAR_GIGABYTES:g} GB: {'met' if small else 'NOT met'}"
+            )
     if json_path:
         with open(json_path, "w") as fh:
             json.dump(report, fh, indent=2, default=str)

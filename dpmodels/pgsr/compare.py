@@ -27,10 +27,17 @@ __all__ = ["DEFAULT_MECHANISMS", "compare_mechanisms", "table7", "format_table7"
 DEFAULT_MECHANISMS = ("M_H^r", "M_H^dp", "M_c^r", "M_c^dp", "M_c^ch")
 
 
-def compare_mechanisms(data: GroupSizeData, epsilons: Sequence = (0.1, 0.5, 1.0), runs: int = 30,
-                       mechanisms: Sequence[str] = DEFAULT_MECHANISMS, seed: int = 0,
-                       options: dict[str, dict] | None = None, calibration: str = "sound",
-                       executor=None, progress: bool = False) -> pd.DataFrame:
+def compare_mechanisms(
+    data: GroupSizeData,
+    epsilons: Sequence = (0.1, 0.5, 1.0),
+    runs: int = 30,
+    mechanisms: Sequence[str] = DEFAULT_MECHANISMS,
+    seed: int = 0,
+    options: dict[str, dict] | None = None,
+    calibration: str = "sound",
+    executor=None,
+    progress: bool = False,
+) -> pd.DataFrame:
     """One row per (mechanism, epsilon, run) with per-level L1 errors, violations and times.
 
     ``options`` maps a mechanism name to keyword options of its post-processing (e.g.
@@ -48,8 +55,11 @@ def compare_mechanisms(data: GroupSizeData, epsilons: Sequence = (0.1, 0.5, 1.0)
         raise DataValidationError("runs", f"must be >= 1, got {runs}")
     eps_list = [as_epsilon(e) for e in epsilons]
     seeds = np.random.SeedSequence(seed).spawn(len(eps_list) * int(runs))
-    tasks = [(data, tuple(mechanisms), eps, run, seeds[i * int(runs) + run], options, calibration)
-             for i, eps in enumerate(eps_list) for run in range(int(runs))]
+    tasks = [
+        (data, tuple(mechanisms), eps, run, seeds[i * int(runs) + run], options, calibration)
+        for i, eps in enumerate(eps_list)
+        for run in range(int(runs))
+    ]
     rows = map_tasks(_run_task, tasks, executor=executor, progress=progress, desc="PGSR runs")
     return pd.DataFrame([row for group in rows for row in group])
 
@@ -67,10 +77,17 @@ def _run_task(task) -> list[dict]:
             measured[spec.kind] = measure(data, eps, spec.kind, rngs[spec.kind], calibration)
         noisy, ledger = measured[spec.kind]
         release = spec.post(noisy, **options.get(name, {}))
-        row = {"mechanism": name, "epsilon": float(eps), "run": run, "status": release.status,
-               "solver": release.solver, "objective": release.objective, "seconds": release.seconds,
-               "epsilon spent": float(ledger.total_epsilon),
-               "widenings": release.info.get("domain_widenings", 0)}
+        row = {
+            "mechanism": name,
+            "epsilon": float(eps),
+            "run": run,
+            "status": release.status,
+            "solver": release.solver,
+            "objective": release.objective,
+            "seconds": release.seconds,
+            "epsilon spent": float(ledger.total_epsilon),
+            "widenings": release.info.get("domain_widenings", 0),
+        }
         row.update(release_metrics(data.hierarchy, data.counts, release.counts, data.G))
         rows.append(row)
     return rows
@@ -86,7 +103,9 @@ def table7(runs: pd.DataFrame) -> pd.DataFrame:
     out["status"] = agg["status"].agg(lambda s: ", ".join(f"{n} {k}" for k, n in s.value_counts().items()))
     out["epsilon spent"] = agg["epsilon spent"].max()
     order = {m: i for i, m in enumerate(dict.fromkeys(runs["mechanism"]))}
-    return out.reset_index().sort_values(["epsilon", "mechanism"], key=lambda c: c.map(order) if c.name == "mechanism" else c)
+    return out.reset_index().sort_values(
+        ["epsilon", "mechanism"], key=lambda c: c.map(order) if c.name == "mechanism" else c
+    )
 
 
 def format_table7(table: pd.DataFrame) -> str:
@@ -113,16 +132,24 @@ def plot_comparison(runs: pd.DataFrame, path: str, title: str = "") -> None:
     level_cols = [c for c in runs.columns if c.startswith("L1 level")]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     for name, group in table.groupby("mechanism", sort=False):
-        axes[0].errorbar(group["epsilon"], group["L1 total"], yerr=group["L1 total sd"], marker="o", label=name, capsize=3)
+        axes[0].errorbar(
+            group["epsilon"], group["L1 total"], yerr=group["L1 total sd"], marker="o", label=name, capsize=3
+        )
         axes[2].plot(group["epsilon"], group["seconds"], marker="o", label=name)
     top = table[table["epsilon"] == table["epsilon"].max()]
     width = 0.8 / max(len(top), 1)
     for k, (_, row) in enumerate(top.iterrows()):
-        axes[1].bar(np.arange(len(level_cols)) + k * width, row[level_cols].to_numpy(dtype=float), width, label=row["mechanism"])
+        axes[1].bar(
+            np.arange(len(level_cols)) + k * width, row[level_cols].to_numpy(dtype=float), width, label=row["mechanism"]
+        )
     axes[0].set(xscale="log", yscale="log", xlabel="epsilon", ylabel="L1 error (all regions)", title="error vs epsilon")
-    axes[1].set(yscale="log", xticks=np.arange(len(level_cols)) + 0.4 - width / 2,
-                xticklabels=[c.replace("L1 ", "") for c in level_cols], ylabel="mean L1 error",
-                title=f"error per level at epsilon = {top['epsilon'].max():g}")
+    axes[1].set(
+        yscale="log",
+        xticks=np.arange(len(level_cols)) + 0.4 - width / 2,
+        xticklabels=[c.replace("L1 ", "") for c in level_cols],
+        ylabel="mean L1 error",
+        title=f"error per level at epsilon = {top['epsilon'].max():g}",
+    )
     axes[2].set(xscale="log", yscale="log", xlabel="epsilon", ylabel="seconds", title="post-processing time")
     axes[0].legend(fontsize=8)
     if title:

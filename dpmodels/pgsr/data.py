@@ -103,7 +103,9 @@ class GroupSizeData:
             raise DataValidationError("counts", "needs at least one group size (N >= 1)")
         if (counts < 0).any():
             r, s = np.argwhere(counts < 0)[0]
-            raise DataValidationError("counts", f"negative count {counts[r, s]} at region {self.hierarchy.names[r]!r}, size {s + 1}")
+            raise DataValidationError(
+                "counts", f"negative count {counts[r, s]} at region {self.hierarchy.names[r]!r}, size {s + 1}"
+            )
         residual = self.hierarchy.consistency_residual(counts)
         if residual.any():
             k, s = np.argwhere(residual != 0)[0]
@@ -128,8 +130,15 @@ class GroupSizeData:
         return cls(hierarchy, hierarchy.aggregate(leaf), name)
 
     @classmethod
-    def from_groups(cls, hierarchy: Hierarchy, regions, sizes, n_sizes: int | None = None,
-                    overflow: Literal["error", "top"] = "error", name: str = "pgsr") -> GroupSizeData:
+    def from_groups(
+        cls,
+        hierarchy: Hierarchy,
+        regions,
+        sizes,
+        n_sizes: int | None = None,
+        overflow: Literal["error", "top"] = "error",
+        name: str = "pgsr",
+    ) -> GroupSizeData:
         """Count groups per leaf region and size.
 
         Group sizes must be in ``1..N``.  With ``overflow="top"`` sizes above ``N`` are
@@ -138,21 +147,26 @@ class GroupSizeData:
         sizes = np.asarray(sizes)
         regions = np.asarray(regions).astype(str)
         if sizes.shape != regions.shape or sizes.ndim != 1:
-            raise DataValidationError("sizes", f"need one size per group region; shapes {sizes.shape} and {regions.shape}")
+            raise DataValidationError(
+                "sizes", f"need one size per group region; shapes {sizes.shape} and {regions.shape}"
+            )
         if sizes.size and not np.issubdtype(sizes.dtype, np.integer):
             if not np.all(np.mod(sizes, 1) == 0):
                 raise DataValidationError("sizes", "group sizes must be integers")
             sizes = sizes.astype(np.int64)
         if (sizes < 1).any():
-            raise DataValidationError("sizes", f"group sizes must be >= 1 (found {sizes.min()}); empty groups are outside the model")
+            raise DataValidationError(
+                "sizes", f"group sizes must be >= 1 (found {sizes.min()}); empty groups are outside the model"
+            )
         n_sizes = int(sizes.max()) if n_sizes is None else int(n_sizes)
         if n_sizes < 1:
             raise DataValidationError("n_sizes", f"must be >= 1, got {n_sizes}")
         if (sizes > n_sizes).any():
             if overflow != "top":
                 raise DataValidationError(
-                    "sizes", f"{int((sizes > n_sizes).sum())} groups are larger than N={n_sizes}; "
-                    "raise N or pass overflow='top' to count them in the last bin"
+                    "sizes",
+                    f"{int((sizes > n_sizes).sum())} groups are larger than N={n_sizes}; "
+                    "raise N or pass overflow='top' to count them in the last bin",
                 )
             sizes = np.minimum(sizes, n_sizes)
         leaf_pos = {hierarchy.names[i]: k for k, i in enumerate(hierarchy.leaves)}
@@ -165,8 +179,14 @@ class GroupSizeData:
         return cls.from_leaf_counts(hierarchy, leaf, name)
 
     @classmethod
-    def from_records(cls, records: pd.DataFrame, hierarchy: Hierarchy, n_sizes: int | None = None,
-                     overflow: Literal["error", "top"] = "error", name: str = "pgsr") -> GroupSizeData:
+    def from_records(
+        cls,
+        records: pd.DataFrame,
+        hierarchy: Hierarchy,
+        n_sizes: int | None = None,
+        overflow: Literal["error", "top"] = "error",
+        name: str = "pgsr",
+    ) -> GroupSizeData:
         """From individual records with columns ``user, unit, region, quantity`` (spec 1.1).
 
         A unit's group size is the sum of its members' quantities; all members of a unit
@@ -185,10 +205,13 @@ class GroupSizeData:
         regions = per_unit["region"].agg(lambda s: s.unique())
         split = regions[regions.map(len) > 1]
         if len(split):
-            raise DataValidationError("records", f"unit {split.index[0]!r} has members in several regions {list(split.iloc[0])}")
+            raise DataValidationError(
+                "records", f"unit {split.index[0]!r} has members in several regions {list(split.iloc[0])}"
+            )
         sizes = per_unit["quantity"].sum()
-        return cls.from_groups(hierarchy, regions.map(lambda a: a[0]).astype(str).to_numpy(),
-                               sizes.to_numpy(), n_sizes, overflow, name)
+        return cls.from_groups(
+            hierarchy, regions.map(lambda a: a[0]).astype(str).to_numpy(), sizes.to_numpy(), n_sizes, overflow, name
+        )
 
     # ------------------------------------------------------------------ facts
     @property
@@ -212,8 +235,11 @@ class GroupSizeData:
 
     def frame(self) -> pd.DataFrame:
         """Counts as a table: one row per region, one column per size, plus the level."""
-        df = pd.DataFrame(self.counts, index=pd.Index(self.hierarchy.names, name="region"),
-                          columns=pd.RangeIndex(1, self.N + 1, name="size"))
+        df = pd.DataFrame(
+            self.counts,
+            index=pd.Index(self.hierarchy.names, name="region"),
+            columns=pd.RangeIndex(1, self.N + 1, name="size"),
+        )
         df.insert(0, "level", self.hierarchy.level)
         return df
 
@@ -239,7 +265,9 @@ class NoisyGroupSizes:
         self.hierarchy.require_uniform_depth("hierarchy")
         values = np.array(self.values, dtype=np.float64)
         if values.ndim != 2 or values.shape[0] != self.hierarchy.n_regions or values.shape[1] < 1:
-            raise DataValidationError("values", f"must have shape ({self.hierarchy.n_regions}, N>=1), got {values.shape}")
+            raise DataValidationError(
+                "values", f"must have shape ({self.hierarchy.n_regions}, N>=1), got {values.shape}"
+            )
         if not np.isfinite(values).all():
             raise DataValidationError("values", "contain NaN or infinity")
         if self.kind not in ("counts", "cumulative", "chain"):
@@ -366,8 +394,10 @@ def hierarchical_infeasibility(noisy: NoisyGroupSizes, domains: Domains) -> str 
     if len(empty):
         # report the deepest empty node: the cause, not its consequences up the tree
         r, s = max(empty.tolist(), key=lambda rs: h.level[rs[0]])
-        return (f"no value of region {h.names[r]!r}, size {s + 1} fits its domain "
-                f"[{domains.lo[r, s]}, {domains.hi[r, s]}] and the sums its children can reach")
+        return (
+            f"no value of region {h.names[r]!r}, size {s + 1} fits its domain "
+            f"[{domains.lo[r, s]}, {domains.hi[r, s]}] and the sums its children can reach"
+        )
     top_lo, top_hi = int(lo[0].sum()), int(hi[0].sum())
     if not top_lo <= noisy.G <= top_hi:
         return f"the root's sizes can sum to [{top_lo}, {top_hi}], which does not contain G = {noisy.G}"
@@ -402,8 +432,10 @@ def chain_infeasibility(noisy: NoisyGroupSizes, domains: Domains) -> str | None:
     if len(empty):
         i = empty[0]
         r, s = regions[i], sizes[i]
-        return (f"chain node {i + 1} (region {noisy.hierarchy.names[r]!r}, size {s + 1}) cannot be >= the "
-                f"earlier nodes within its domain [{domains.lo[r, s]}, {domains.hi[r, s]}]")
+        return (
+            f"chain node {i + 1} (region {noisy.hierarchy.names[r]!r}, size {s + 1}) cannot be >= the "
+            f"earlier nodes within its domain [{domains.lo[r, s]}, {domains.hi[r, s]}]"
+        )
     return None
 
 
@@ -428,9 +460,13 @@ def _integer_matrix(values, field_name: str, shape: tuple) -> np.ndarray:
     return arr.astype(np.int64).copy()
 
 
-def resolve_domains(noisy: NoisyGroupSizes, domains="full", delta=None,
-                    on_infeasible: Literal["raise", "widen"] = "raise",
-                    check=hierarchical_infeasibility) -> Domains:
+def resolve_domains(
+    noisy: NoisyGroupSizes,
+    domains="full",
+    delta=None,
+    on_infeasible: Literal["raise", "widen"] = "raise",
+    check=hierarchical_infeasibility,
+) -> Domains:
     """Turn a domain request into :class:`Domains` and check that it admits a solution.
 
     ``domains`` is ``"full"``, ``"truncated"`` or a :class:`Domains`.  An infeasible

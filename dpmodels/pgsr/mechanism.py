@@ -38,10 +38,11 @@ import numpy as np
 from dpmodels.core.accounting import PrivacyLedger, split_budget
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.facade import solve
+from dpmodels.core.marker import get_marker
 from dpmodels.core.noise import as_epsilon, double_geometric, make_rng
 
 from .data import GroupSizeData, NoisyGroupSizes, chain_cumulative, cumulative
-from .models import build_chain_qip, build_cumulative_qip, build_hierarchical_qip, released_counts
+from .models import build_cumulative_qip, build_hierarchical_qip, released_counts
 
 __all__ = [
     "Release",
@@ -56,7 +57,9 @@ SENSITIVITY = {"counts": 2, "cumulative": 1}  # Lemmas 4 and 6
 
 
 # ---------------------------------------------------------------------- measurement
-def measure(data: GroupSizeData, epsilon, kind: str, rng=None, calibration: str = "sound") -> tuple[NoisyGroupSizes, PrivacyLedger]:
+def measure(
+    data: GroupSizeData, epsilon, kind: str, rng=None, calibration: str = "sound"
+) -> tuple[NoisyGroupSizes, PrivacyLedger]:
     """Noisy values of ``kind`` ("counts", "cumulative" or "chain") for every region.
 
     Each level gets ``epsilon / L``; the regions of a level are disjoint (parallel
@@ -79,15 +82,26 @@ def measure(data: GroupSizeData, epsilon, kind: str, rng=None, calibration: str 
         if kind == "chain":
             sensitivity = n_regions  # the whole level's chain vector (spec 2.3)
             scale = (1 / eps_level) if calibration == "paper" else sensitivity / eps_level
-            ledger.record(f"chain level {level}", f"level {level}", sensitivity, sensitivity / scale,
-                          "double geometric", values[rows].size)
+            ledger.record(
+                f"chain level {level}",
+                f"level {level}",
+                sensitivity,
+                sensitivity / scale,
+                "double geometric",
+                values[rows].size,
+            )
         else:
-            scale = ledger.record(f"{kind} level {level}", f"level {level}", SENSITIVITY[kind], eps_level,
-                                  "double geometric", values[rows].size)
+            scale = ledger.record(
+                f"{kind} level {level}",
+                f"level {level}",
+                SENSITIVITY[kind],
+                eps_level,
+                "double geometric",
+                values[rows].size,
+            )
         values[rows] += double_geometric(scale, values[rows].shape, rng)
         scales.append(Fraction(scale))
-    noisy = NoisyGroupSizes(h, values, data.G, kind, tuple(scales),
-                            info={"epsilon": eps, "calibration": calibration})
+    noisy = NoisyGroupSizes(h, values, data.G, kind, tuple(scales), info={"epsilon": eps, "calibration": calibration})
     return noisy, ledger
 
 
@@ -121,15 +135,21 @@ def _model_release(model, solver: str, rounding: str, time_limit: float | None) 
     results = solve(model, solver, time_limit=time_limit)
     status = results.solution_status.name
     if results.solution_loader.get_number_of_solutions() == 0:
-        shape = model._dpmodels_structure.data["noisy"].values.shape
-        return Release(np.full(shape, np.nan), status, None, 0.0, solver,
-                       {"termination": results.termination_condition.name})
+        shape = get_marker(model).data["noisy"].values.shape
+        return Release(
+            np.full(shape, np.nan), status, None, 0.0, solver, {"termination": results.termination_condition.name}
+        )
     counts = released_counts(model, rounding)
     if rounding == "none":
         counts = np.round(counts)  # integer solutions within the MIP tolerance
-    return Release(counts.astype(np.int64) if np.isfinite(counts).all() else counts, status,
-                   results.incumbent_objective, 0.0, solver,
-                   {"termination": results.termination_condition.name, "bound": results.objective_bound})
+    return Release(
+        counts.astype(np.int64) if np.isfinite(counts).all() else counts,
+        status,
+        results.incumbent_objective,
+        0.0,
+        solver,
+        {"termination": results.termination_condition.name, "bound": results.objective_bound},
+    )
 
 
 @_timed
@@ -220,7 +240,9 @@ MECHANISMS: dict[str, MechanismSpec] = {
         MechanismSpec("M_H", "counts", post_hierarchical_qip, "Model 1 QIP (exact, MIQP solver)"),
         MechanismSpec("M_H^r", "counts", post_hierarchical_relaxed, "Model 1-R QP + rounding"),
         MechanismSpec("M_H^dp", "counts", post_hierarchical_dp, "Model 1 by the TableMerge DP (exact)"),
-        MechanismSpec("M_dp^OP", "counts", post_hierarchical_dp_op, "Model 1 by the DP with sub-model solves (exact, slow)"),
+        MechanismSpec(
+            "M_dp^OP", "counts", post_hierarchical_dp_op, "Model 1 by the DP with sub-model solves (exact, slow)"
+        ),
         MechanismSpec("M_c", "cumulative", post_cumulative_qip, "Model 2 QIP (exact, MIQP solver)"),
         MechanismSpec("M_c^r", "cumulative", post_cumulative_relaxed, "Model 2-R QP + rounding"),
         MechanismSpec("M_c^dp", "cumulative", post_cumulative_dp, "Algorithm 2: isotonic + rounding + DP"),
@@ -259,8 +281,9 @@ class MechanismRun:
         return self.ledger.total_epsilon
 
 
-def run_mechanism(name: str, data: GroupSizeData, epsilon, seed=None, calibration: str = "sound",
-                  **options) -> MechanismRun:
+def run_mechanism(
+    name: str, data: GroupSizeData, epsilon, seed=None, calibration: str = "sound", **options
+) -> MechanismRun:
     """Measure ``data`` with mechanism ``name``'s noise and post-process the noisy values.
 
     ``options`` go to the post-processing (``solver``, ``domains``, ``time_limit`` ...).

@@ -89,8 +89,15 @@ def _children_names(noisy: NoisyGroupSizes) -> dict[str, list[str]]:
 
 
 # ---------------------------------------------------------------------- Model 1
-def build_hierarchical_qip(noisy: NoisyGroupSizes, *, relax: bool = False, domains="full", delta=None,
-                           on_infeasible: str = "raise", redundant_levels: bool = True) -> pyo.ConcreteModel:
+def build_hierarchical_qip(
+    noisy: NoisyGroupSizes,
+    *,
+    relax: bool = False,
+    domains="full",
+    delta=None,
+    on_infeasible: str = "raise",
+    redundant_levels: bool = True,
+) -> pyo.ConcreteModel:
     """Model 1 (spec 3.1): least-squares consistent, faithful, integral group-size counts.
 
     ``min sum_r ||n^r - noisy^r||^2`` s.t. every level sums to G (H2), parents equal the sum
@@ -99,14 +106,18 @@ def build_hierarchical_qip(noisy: NoisyGroupSizes, *, relax: bool = False, domai
     """
     noisy.require_kind("counts", "build_hierarchical_qip")
     dom = resolve_domains(noisy, domains, delta, on_infeasible)
-    h = noisy.hierarchy
     m = _base_model(noisy, "PGSR Model 1 (hierarchical QIP)" + (" relaxed" if relax else ""))
     n = _add_cell_vars(m, "n", noisy, dom, relax, "released group-size counts n_s^r")
     _add_hierarchy_constraints(m, n, noisy, redundant_levels)
     keys = _keys(noisy)
     m.objective = pyo.Objective(expr=_squared_error(n, noisy, keys), sense=pyo.minimize)
-    attach_marker(m, "pgsr.hierarchical_qip", {"noisy": noisy, "domains": dom},
-                  {"relax": relax, "redundant_levels": redundant_levels}, {"n": keys})
+    attach_marker(
+        m,
+        "pgsr.hierarchical_qip",
+        {"noisy": noisy, "domains": dom},
+        {"relax": relax, "redundant_levels": redundant_levels},
+        {"n": keys},
+    )
     return m
 
 
@@ -115,18 +126,29 @@ def _add_hierarchy_constraints(m, n, noisy: NoisyGroupSizes, redundant_levels: b
     names_at = {lvl: h.names[h.level_slice(lvl)] for lvl in range(1, h.n_levels + 1)}
     kept = list(m.levels) if redundant_levels else [1]
     m.faithfulness = pyo.Constraint(
-        kept, rule=lambda m, lvl: pyo.quicksum(n[r, s] for r in names_at[lvl] for s in m.sizes) == noisy.G,
-        doc="(H2) every level sums to G")
+        kept,
+        rule=lambda m, lvl: pyo.quicksum(n[r, s] for r in names_at[lvl] for s in m.sizes) == noisy.G,
+        doc="(H2) every level sums to G",
+    )
     children = _children_names(noisy)
     m.internal_regions = pyo.Set(initialize=list(children), ordered=True)
     m.consistency = pyo.Constraint(
-        m.internal_regions, m.sizes,
+        m.internal_regions,
+        m.sizes,
         rule=lambda m, r, s: pyo.quicksum(n[c, s] for c in children[r]) == n[r, s],
-        doc="(H3) a parent equals the sum of its children")
+        doc="(H3) a parent equals the sum of its children",
+    )
 
 
-def build_hierarchical_milp(noisy: NoisyGroupSizes, *, domains="full", delta=None, on_infeasible: str = "raise",
-                            redundant_levels: bool = True, max_cuts: int = 500_000) -> pyo.ConcreteModel:
+def build_hierarchical_milp(
+    noisy: NoisyGroupSizes,
+    *,
+    domains="full",
+    delta=None,
+    on_infeasible: str = "raise",
+    redundant_levels: bool = True,
+    max_cuts: int = 500_000,
+) -> pyo.ConcreteModel:
     """Model 1 as an exact MILP (spec 3.9): an epigraph ``t >= chord_k(n)`` per domain step.
 
     At every integer ``n`` the largest chord equals ``(n - noisy)^2``, so the optimum is the
@@ -136,15 +158,18 @@ def build_hierarchical_milp(noisy: NoisyGroupSizes, *, domains="full", delta=Non
     dom = resolve_domains(noisy, domains, delta, on_infeasible)
     if dom.size() - dom.lo.size > max_cuts:
         raise DataValidationError(
-            "domains", f"the chord MILP needs {dom.size() - dom.lo.size} cuts (> max_cuts={max_cuts}); "
-            "use truncated domains or raise max_cuts")
+            "domains",
+            f"the chord MILP needs {dom.size() - dom.lo.size} cuts (> max_cuts={max_cuts}); "
+            "use truncated domains or raise max_cuts",
+        )
     m = _base_model(noisy, "PGSR Model 1 (chord-epigraph MILP)")
     n = _add_cell_vars(m, "n", noisy, dom, False, "released group-size counts n_s^r")
     m.t = pyo.Var(m.regions, m.sizes, domain=pyo.NonNegativeReals, doc="epigraph of (n - noisy)^2")
     _add_hierarchy_constraints(m, n, noisy, redundant_levels)
     idx = noisy.hierarchy.index
-    cut_index = [(r, s, k) for r, s in _keys(noisy)
-                 for k in range(int(dom.lo[idx[r], s - 1]), int(dom.hi[idx[r], s - 1]))]
+    cut_index = [
+        (r, s, k) for r, s in _keys(noisy) for k in range(int(dom.lo[idx[r], s - 1]), int(dom.hi[idx[r], s - 1]))
+    ]
 
     def chord(m, r, s, k):
         a = float(noisy.values[idx[r], s - 1])
@@ -154,8 +179,13 @@ def build_hierarchical_milp(noisy: NoisyGroupSizes, *, domains="full", delta=Non
     m.chords = pyo.Constraint(cut_index, rule=chord, doc="t >= chord of (n - noisy)^2 between k and k+1")
     m.objective = pyo.Objective(expr=pyo.quicksum(m.t.values()), sense=pyo.minimize)
     keys = _keys(noisy)
-    attach_marker(m, "pgsr.hierarchical_milp", {"noisy": noisy, "domains": dom},
-                  {"relax": False, "redundant_levels": redundant_levels}, {"n": keys, "t": keys})
+    attach_marker(
+        m,
+        "pgsr.hierarchical_milp",
+        {"noisy": noisy, "domains": dom},
+        {"relax": False, "redundant_levels": redundant_levels},
+        {"n": keys, "t": keys},
+    )
     return m
 
 
@@ -171,8 +201,9 @@ def _cumulative_check(noisy: NoisyGroupSizes, dom: Domains) -> str | None:
     return None
 
 
-def build_cumulative_qip(noisy: NoisyGroupSizes, *, relax: bool = False, domains="full", delta=None,
-                         on_infeasible: str = "raise") -> pyo.ConcreteModel:
+def build_cumulative_qip(
+    noisy: NoisyGroupSizes, *, relax: bool = False, domains="full", delta=None, on_infeasible: str = "raise"
+) -> pyo.ConcreteModel:
     """Model 2 (spec 3.4): least squares on per-region cumulative counts ``c^r = (+)n^r``.
 
     C2 fixes the root's last cumulative count to G, C3 keeps each region's cumulative
@@ -185,13 +216,17 @@ def build_cumulative_qip(noisy: NoisyGroupSizes, *, relax: bool = False, domains
     c = _add_cell_vars(m, "c", noisy, dom, relax, "released cumulative counts c_i^r")
     m.total = pyo.Constraint(expr=c[h.names[0], noisy.N] == noisy.G, doc="(C2) root's c_N equals G")
     m.steps = pyo.RangeSet(1, noisy.N - 1) if noisy.N > 1 else pyo.Set(initialize=[])
-    m.monotone = pyo.Constraint(m.regions, m.steps, rule=lambda m, r, i: c[r, i] <= c[r, i + 1],
-                                doc="(C3) cumulative counts never decrease")
+    m.monotone = pyo.Constraint(
+        m.regions, m.steps, rule=lambda m, r, i: c[r, i] <= c[r, i + 1], doc="(C3) cumulative counts never decrease"
+    )
     children = _children_names(noisy)
     m.internal_regions = pyo.Set(initialize=list(children), ordered=True)
     m.consistency = pyo.Constraint(
-        m.internal_regions, m.sizes, rule=lambda m, r, i: pyo.quicksum(c[k, i] for k in children[r]) == c[r, i],
-        doc="(C4) a parent equals the sum of its children")
+        m.internal_regions,
+        m.sizes,
+        rule=lambda m, r, i: pyo.quicksum(c[k, i] for k in children[r]) == c[r, i],
+        doc="(C4) a parent equals the sum of its children",
+    )
     keys = _keys(noisy)
     m.objective = pyo.Objective(expr=_squared_error(c, noisy, keys), sense=pyo.minimize)
     attach_marker(m, "pgsr.cumulative_qip", {"noisy": noisy, "domains": dom}, {"relax": relax}, {"c": keys})
@@ -208,8 +243,9 @@ def build_isotonic_qp(noisy: NoisyGroupSizes) -> pyo.ConcreteModel:
     m = _base_model(noisy, "PGSR Model A2 (per-region isotonic QP)")
     c = _add_cell_vars(m, "c", noisy, dom, True, "isotonic estimate of the cumulative counts")
     m.steps = pyo.RangeSet(1, noisy.N - 1) if noisy.N > 1 else pyo.Set(initialize=[])
-    m.monotone = pyo.Constraint(m.regions, m.steps, rule=lambda m, r, i: c[r, i] <= c[r, i + 1],
-                                doc="cumulative counts never decrease")
+    m.monotone = pyo.Constraint(
+        m.regions, m.steps, rule=lambda m, r, i: c[r, i] <= c[r, i + 1], doc="cumulative counts never decrease"
+    )
     keys = _keys(noisy)
     m.objective = pyo.Objective(expr=_squared_error(c, noisy, keys), sense=pyo.minimize)
     attach_marker(m, "pgsr.isotonic_qp", {"noisy": noisy, "domains": dom}, {"relax": True}, {"c": keys})
@@ -217,8 +253,15 @@ def build_isotonic_qp(noisy: NoisyGroupSizes) -> pyo.ConcreteModel:
 
 
 # ---------------------------------------------------------------------- Model 3
-def build_chain_qip(noisy: NoisyGroupSizes, *, relax: bool = False, literal: bool = False, domains="full",
-                    delta=None, on_infeasible: str = "raise") -> pyo.ConcreteModel:
+def build_chain_qip(
+    noisy: NoisyGroupSizes,
+    *,
+    relax: bool = False,
+    literal: bool = False,
+    domains="full",
+    delta=None,
+    on_infeasible: str = "raise",
+) -> pyo.ConcreteModel:
     """Model 3 (spec 3.7): least squares on the chain (post-order) cumulative values.
 
     Along the chain ``a_1..a_{|R|N}``: ``c_i <= c_{i+1}`` (C8) unless the next node is
@@ -239,20 +282,26 @@ def build_chain_qip(noisy: NoisyGroupSizes, *, relax: bool = False, literal: boo
     m.last = pyo.Constraint(expr=c[chain[-1]] == noisy.G, doc="(C7) the last chain node equals G")
     m.monotone = pyo.Constraint(
         [i for i in m.chain_steps if links[i - 1] == 1],
-        rule=lambda m, i: c[chain[i - 1]] <= c[chain[i]], doc="(C8) non-decreasing along the chain")
+        rule=lambda m, i: c[chain[i - 1]] <= c[chain[i]],
+        doc="(C8) non-decreasing along the chain",
+    )
     m.equal = pyo.Constraint(
         [i for i in m.chain_steps if links[i - 1] == 2],
-        rule=lambda m, i: c[chain[i - 1]] == c[chain[i]], doc="(C9) a last child equals its parent")
+        rule=lambda m, i: c[chain[i - 1]] == c[chain[i]],
+        doc="(C9) a last child equals its parent",
+    )
     keys = _keys(noisy)
     m.objective = pyo.Objective(expr=_squared_error(c, noisy, keys), sense=pyo.minimize)
-    attach_marker(m, "pgsr.chain_qip", {"noisy": noisy, "domains": dom}, {"relax": relax, "literal": literal},
-                  {"c": keys})
+    attach_marker(
+        m, "pgsr.chain_qip", {"noisy": noisy, "domains": dom}, {"relax": relax, "literal": literal}, {"c": keys}
+    )
     return m
 
 
 # ---------------------------------------------------------------------- Model 4
-def build_node_subproblem(child_lo: Sequence[int], child_tables: Sequence[np.ndarray], target: int,
-                          integer: bool = True) -> pyo.ConcreteModel:
+def build_node_subproblem(
+    child_lo: Sequence[int], child_tables: Sequence[np.ndarray], target: int, integer: bool = True
+) -> pyo.ConcreteModel:
     """Model 4 (spec 3.3): ``phi(v) = min sum_c tau_c(x_c)`` s.t. ``sum_c x_c = v``.
 
     ``child_tables[c][j]`` is ``tau_c(child_lo[c] + j)``; each table must be convex (Theorem 3).
@@ -265,20 +314,30 @@ def build_node_subproblem(child_lo: Sequence[int], child_tables: Sequence[np.nda
     m.children = pyo.RangeSet(0, len(child_tables) - 1)
     lo = [int(v) for v in child_lo]
     tabs = [np.asarray(t, dtype=np.float64) for t in child_tables]
-    m.x = pyo.Var(m.children, domain=pyo.Integers if integer else pyo.Reals,
-                  bounds=lambda m, c: (lo[c], lo[c] + len(tabs[c]) - 1), doc="value of child c")
+    m.x = pyo.Var(
+        m.children,
+        domain=pyo.Integers if integer else pyo.Reals,
+        bounds=lambda m, c: (lo[c], lo[c] + len(tabs[c]) - 1),
+        doc="value of child c",
+    )
     m.t = pyo.Var(m.children, doc="epigraph of tau_c(x_c)")
     m.target = pyo.Param(initialize=int(target), mutable=True, doc="the parent's value v")
     cut_index = [(c, j) for c in m.children for j in range(len(tabs[c]) - 1)]
     m.chords = pyo.Constraint(
-        cut_index, rule=lambda m, c, j: m.t[c] >= tabs[c][j] + (tabs[c][j + 1] - tabs[c][j]) * (m.x[c] - lo[c] - j))
+        cut_index, rule=lambda m, c, j: m.t[c] >= tabs[c][j] + (tabs[c][j + 1] - tabs[c][j]) * (m.x[c] - lo[c] - j)
+    )
     single = [c for c in m.children if len(tabs[c]) == 1]
     m.flat = pyo.Constraint(single, rule=lambda m, c: m.t[c] >= tabs[c][0])
     m.split = pyo.Constraint(expr=pyo.quicksum(m.x[c] for c in m.children) == m.target)
     m.objective = pyo.Objective(expr=pyo.quicksum(m.t[c] for c in m.children), sense=pyo.minimize)
     keys = list(m.children)
-    attach_marker(m, "pgsr.node_subproblem", {"child_lo": lo, "child_tables": tabs},
-                  {"relax": not integer}, {"x": keys, "t": keys})
+    attach_marker(
+        m,
+        "pgsr.node_subproblem",
+        {"child_lo": lo, "child_tables": tabs},
+        {"relax": not integer},
+        {"x": keys, "t": keys},
+    )
     return m
 
 

@@ -194,9 +194,7 @@ class _Sentinel:
     pass
 
 
-@pytest.mark.parametrize(
-    "spec", [0, -1, 2.5, True, "gpu", "Process", "", "threads", _Sentinel(), [2]]
-)
+@pytest.mark.parametrize("spec", [0, -1, 2.5, True, "gpu", "Process", "", "threads", _Sentinel(), [2]])
 def test_bad_spec_raises_data_validation_error(spec):
     with pytest.raises(DataValidationError, match="executor") as info:
         with resolve_executor(spec):

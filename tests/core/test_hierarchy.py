@@ -57,20 +57,25 @@ def test_builders_agree():
     g = nx.DiGraph([("US", "GA"), ("US", "NY"), ("GA", "Fulton"), ("NY", "Kings")])
     c = Hierarchy.from_networkx(g)
     d = Hierarchy.from_networkx(g.to_undirected(), root="US")
-    e = Hierarchy.from_levels(pd.DataFrame({"nation": ["US", "US"], "state": ["GA", "NY"], "county": ["Fulton", "Kings"]}))
+    e = Hierarchy.from_levels(
+        pd.DataFrame({"nation": ["US", "US"], "state": ["GA", "NY"], "county": ["Fulton", "Kings"]})
+    )
     for h in (b, c, d, e):
         assert h.names == a.names and np.array_equal(h.parent, a.parent)
     assert a.level_sizes().tolist() == [1, 2, 2] and a.is_uniform_depth
     assert nx.is_isomorphic(a.to_networkx(), g)
 
 
-@pytest.mark.parametrize("table, message", [
-    ({"A": None, "B": None}, "exactly one root"),
-    ({"A": None, "B": "C"}, "not a region"),
-    ([("A", None), ("B", "C"), ("C", "B")], "not a tree"),
-    ([("A", None), ("A", None)], "appear twice"),
-    ({"A": None, "B": "B"}, "own parent|not a tree"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ({"A": None, "B": None}, "exactly one root"),
+        ({"A": None, "B": "C"}, "not a region"),
+        ([("A", None), ("B", "C"), ("C", "B")], "not a tree"),
+        ([("A", None), ("A", None)], "appear twice"),
+        ({"A": None, "B": "B"}, "own parent|not a tree"),
+    ],
+)
 def test_bad_parent_tables(table, message):
     with pytest.raises(DataValidationError, match=message):
         Hierarchy.from_parent_table(table)

@@ -30,12 +30,21 @@ def small_model():
     return m
 
 
-@pytest.mark.parametrize("edit", [
-    lambda m: m.x[1].setlb(1), lambda m: m.x[2].fix(0), lambda m: m.c.deactivate(),
-    lambda m: m.p.set_value(3.0), lambda m: setattr(m, "d", pyo.Constraint(expr=m.x[1] <= 2)),
-    lambda m: m.x[3].setub(5), lambda m: m.o.set_value(m.o.expr + 1), lambda m: m.x[1].setub(None), lambda m: setattr(m.x[1], "domain", pyo.Integers),
-    lambda m: m.c.set_value(sum(m.x.values()) >= 1.5 * m.p),
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda m: m.x[1].setlb(1),
+        lambda m: m.x[2].fix(0),
+        lambda m: m.c.deactivate(),
+        lambda m: m.p.set_value(3.0),
+        lambda m: setattr(m, "d", pyo.Constraint(expr=m.x[1] <= 2)),
+        lambda m: m.x[3].setub(5),
+        lambda m: m.o.set_value(m.o.expr + 1),
+        lambda m: m.x[1].setub(None),
+        lambda m: setattr(m.x[1], "domain", pyo.Integers),
+        lambda m: m.c.set_value(sum(m.x.values()) >= 1.5 * m.p),
+    ],
+)
 def test_fingerprint_detects_edits(edit):
     m = small_model()
     before = model_fingerprint(m)
@@ -70,9 +79,15 @@ def test_solve_facade_aliases_and_errors(running_example, f1_noisy):
 
 def test_compare_grid(running_example, f1_noisy):
     noisy = NoisyGroupSizes(running_example.hierarchy, f1_noisy, 6)
-    models = {"Model 1": M.build_hierarchical_qip(noisy), "Model 1-R": lambda: M.build_hierarchical_qip(noisy, relax=True)}
-    table = dpmodels.compare(models, ["highs", "scip", "clarabel", "pgsr_dp"],
-                             evaluate=lambda m: {"root total": float(M.released_counts(m)[0].sum())})
+    models = {
+        "Model 1": M.build_hierarchical_qip(noisy),
+        "Model 1-R": lambda: M.build_hierarchical_qip(noisy, relax=True),
+    }
+    table = dpmodels.compare(
+        models,
+        ["highs", "scip", "clarabel", "pgsr_dp"],
+        evaluate=lambda m: {"root total": float(M.released_counts(m)[0].sum())},
+    )
     assert len(table) == 8
     row = table.set_index(["formulation", "solver"])
     assert row.loc[("Model 1", "pgsr_dp"), "objective"] == 1

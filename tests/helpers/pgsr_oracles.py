@@ -58,6 +58,6 @@ def min_plus(tables_lo, tables) -> tuple[int, np.ndarray]:
         t = np.asarray(t, dtype=np.float64)
         out = np.full(len(result) + len(t) - 1, np.inf)
         for i, a in enumerate(result):
-            out[i:i + len(t)] = np.minimum(out[i:i + len(t)], a + t)
+            out[i : i + len(t)] = np.minimum(out[i : i + len(t)], a + t)
         result = out
     return lo, result

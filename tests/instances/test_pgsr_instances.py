@@ -58,22 +58,27 @@ def test_csv_round_trip_long_wide_and_records(tmp_path, running_example):
     wide = pd.DataFrame(running_example.counts[1:], columns=[1, 2, 3, 4, 5])
     wide.insert(0, "region", ["GA", "NY"])
     wide.to_csv(tmp_path / "wide.csv", index=False)
-    np.testing.assert_array_equal(from_csv(tmp_path / "h.csv", counts=tmp_path / "wide.csv").counts, running_example.counts)
+    np.testing.assert_array_equal(
+        from_csv(tmp_path / "h.csv", counts=tmp_path / "wide.csv").counts, running_example.counts
+    )
     rec = instances.data_path("pgsr/running_example_records.csv")
     np.testing.assert_array_equal(from_csv(tmp_path / "h.csv", records=rec, N=5).counts, running_example.counts)
     assert h.names == long.hierarchy.names
 
 
-@pytest.mark.parametrize("content, message", [
-    ("region,size,count\nGA,1,-2\n", "negative count"),
-    ("region,size,count\nGA,1,2\nGA,1,3\n", "appears twice"),
-    ("region,size,count\nTX,1,2\n", "not in the hierarchy"),
-    ("region,size,count\nGA,0,2\n", ">= 1"),
-    ("region,size,count\nGA,1.5,2\n", "integers"),
-    ("region,size,count\nUS,1,9\nGA,1,2\nNY,1,1\n", "differ from the sum"),
-    ("region,1,2\nGA,1,0\n", "no counts for leaves"),
-    ("region,size\nGA,1\n", "size columns|integer size"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("region,size,count\nGA,1,-2\n", "negative count"),
+        ("region,size,count\nGA,1,2\nGA,1,3\n", "appears twice"),
+        ("region,size,count\nTX,1,2\n", "not in the hierarchy"),
+        ("region,size,count\nGA,0,2\n", ">= 1"),
+        ("region,size,count\nGA,1.5,2\n", "integers"),
+        ("region,size,count\nUS,1,9\nGA,1,2\nNY,1,1\n", "differ from the sum"),
+        ("region,1,2\nGA,1,0\n", "no counts for leaves"),
+        ("region,size\nGA,1\n", "size columns|integer size"),
+    ],
+)
 def test_csv_errors_name_the_file_and_problem(tmp_path, content, message):
     (tmp_path / "h.csv").write_text("region,parent\nUS,\nGA,US\nNY,US\n")
     (tmp_path / "c.csv").write_text(content)

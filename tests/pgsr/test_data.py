@@ -70,8 +70,12 @@ def test_sensitivities_lemma4_lemma6_and_chain(seed):
     d0 = GroupSizeData.from_records(base, h, N)
     worst = {"n": 0, "c": 0, "chain": np.zeros(h.n_levels)}
     for unit in base["unit"].unique()[:6]:
-        add = pd.concat([base, pd.DataFrame([("extra", unit, base.loc[base.unit == unit, "region"].iloc[0], 1)],
-                                             columns=base.columns)])
+        add = pd.concat(
+            [
+                base,
+                pd.DataFrame([("extra", unit, base.loc[base.unit == unit, "region"].iloc[0], 1)], columns=base.columns),
+            ]
+        )
         members = base.index[base.unit == unit]
         neighbours = [add] + ([base.drop(members[0])] if len(members) > 1 else [])
         for other in neighbours:

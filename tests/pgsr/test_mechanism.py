@@ -20,12 +20,15 @@ def taxi_small():
     return taxi_like(seed=3, scale=0.1, N=6)
 
 
-@pytest.mark.parametrize("kind, calibration, expected", [
-    ("counts", "sound", lambda L, eps, R: [2 * L / eps] * L),
-    ("cumulative", "sound", lambda L, eps, R: [L / eps] * L),
-    ("chain", "sound", lambda L, eps, R: [L * r / eps for r in R]),
-    ("chain", "paper", lambda L, eps, R: [L / eps] * L),
-])
+@pytest.mark.parametrize(
+    "kind, calibration, expected",
+    [
+        ("counts", "sound", lambda L, eps, R: [2 * L / eps] * L),
+        ("cumulative", "sound", lambda L, eps, R: [L / eps] * L),
+        ("chain", "sound", lambda L, eps, R: [L * r / eps for r in R]),
+        ("chain", "paper", lambda L, eps, R: [L / eps] * L),
+    ],
+)
 def test_noise_scales_per_mechanism(taxi_small, kind, calibration, expected):
     """Spec 2.4: lambda = Delta L / eps with Delta = 2 (counts), 1 (cumulative), |R_l| (chain)."""
     eps = Fraction("0.5")
@@ -44,8 +47,11 @@ def test_noise_scales_per_mechanism(taxi_small, kind, calibration, expected):
 def test_measured_noise_has_the_calibrated_law(taxi_small, kind):
     """The residual noisy - truth of each level follows the double-geometric pmf (chi-square)."""
     noisy, _ = mech.measure(taxi_small, 1.0, kind, rng=11)
-    truth = {"counts": taxi_small.counts, "cumulative": cumulative(taxi_small.counts),
-             "chain": chain_cumulative(taxi_small.hierarchy, taxi_small.counts)}[kind]
+    truth = {
+        "counts": taxi_small.counts,
+        "cumulative": cumulative(taxi_small.counts),
+        "chain": chain_cumulative(taxi_small.hierarchy, taxi_small.counts),
+    }[kind]
     h = taxi_small.hierarchy
     level = h.n_levels  # the largest level has enough cells for a test
     residual = (noisy.values - truth)[h.level_slice(level)].ravel()
@@ -90,8 +96,9 @@ def test_exact_mechanisms_agree_on_the_optimum(taxi_small):
     scip = mech.postprocess("M_H", noisy, domains="full")
     dp = mech.postprocess("M_H^dp", noisy, domains="full")
     assert scip.objective == pytest.approx(dp.objective, rel=1e-9, abs=1e-6)
-    small = NoisyGroupSizes(noisy.hierarchy, noisy.values[:, :2], int(taxi_small.counts[0, :2].sum()),
-                            level_scales=noisy.level_scales)
+    small = NoisyGroupSizes(
+        noisy.hierarchy, noisy.values[:, :2], int(taxi_small.counts[0, :2].sum()), level_scales=noisy.level_scales
+    )
     op = mech.postprocess("M_dp^OP", small, domains="truncated")
     assert op.objective == pytest.approx(mech.postprocess("M_H^dp", small).objective)
 

@@ -64,8 +64,10 @@ def test_model1_relaxation_f1(running_example, f1_noisy, solver):
     np.testing.assert_array_equal(M.released_counts(m, "half_up"), [[3, 1, 2, 0, 0], [3, 0, 1, 0, 0], [0, 1, 1, 0, 0]])
 
 
-@pytest.mark.parametrize("solver, formulation", [("scip_direct", "qip"), ("highs", "milp"), ("pgsr_dp", "qip"),
-                                                 ("pgsr_dp", "milp"), ("pgsr_dp_op", "qip")])
+@pytest.mark.parametrize(
+    "solver, formulation",
+    [("scip_direct", "qip"), ("highs", "milp"), ("pgsr_dp", "qip"), ("pgsr_dp", "milp"), ("pgsr_dp_op", "qip")],
+)
 @pytest.mark.parametrize("fixture, optimum", [("f1_noisy", 1), ("f2_noisy", 11)])
 def test_model1_exact_optimum(request, running_example, solver, formulation, fixture, optimum):
     noisy = NoisyGroupSizes(running_example.hierarchy, request.getfixturevalue(fixture), 6)
@@ -81,16 +83,23 @@ def test_model1_relaxation_f2_is_integral(running_example, f2_noisy, solver):
     """Spec 4.8 F2: Model 1-R also has optimum 11 and its solution happens to be integral."""
     m = M.build_hierarchical_qip(NoisyGroupSizes(running_example.hierarchy, f2_noisy, 6), relax=True)
     assert SolverFactory(solver).solve(m).incumbent_objective == pytest.approx(11, abs=1e-5)
-    np.testing.assert_allclose(M.variable_values(m, "n"), [[2, 1, 3, 0, 0], [2, 0, 2, 0, 0], [0, 1, 1, 0, 0]], atol=1e-3)
+    np.testing.assert_allclose(
+        M.variable_values(m, "n"), [[2, 1, 3, 0, 0], [2, 0, 2, 0, 0], [0, 1, 1, 0, 0]], atol=1e-3
+    )
 
 
-@pytest.mark.parametrize("values, qip, relaxed", [
-    ([[2, 3, 5, 5, 5], [3, 3, 4, 4, 4], [0, 1, 2, 2, 2]], 5, 2.5),
-    ([[2, 4, 7, 5, 6], [3, 1, 5, 4, 4], [0, 4, 2, 3, 4]], 14, 322 / 27),
-])
+@pytest.mark.parametrize(
+    "values, qip, relaxed",
+    [
+        ([[2, 3, 5, 5, 5], [3, 3, 4, 4, 4], [0, 1, 2, 2, 2]], 5, 2.5),
+        ([[2, 4, 7, 5, 6], [3, 1, 5, 4, 4], [0, 4, 2, 3, 4]], 14, 322 / 27),
+    ],
+)
 def test_model2_known_optima(running_example, values, qip, relaxed):
     noisy = NoisyGroupSizes(running_example.hierarchy, np.array(values, float), 6, "cumulative")
-    assert SolverFactory("scip_direct").solve(M.build_cumulative_qip(noisy)).incumbent_objective == pytest.approx(qip, abs=1e-6)
+    assert SolverFactory("scip_direct").solve(M.build_cumulative_qip(noisy)).incumbent_objective == pytest.approx(
+        qip, abs=1e-6
+    )
     for solver in ("highs", "clarabel"):
         res = SolverFactory(solver).solve(M.build_cumulative_qip(noisy, relax=True))
         assert res.incumbent_objective == pytest.approx(relaxed, abs=1e-5)

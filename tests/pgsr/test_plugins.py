@@ -26,16 +26,29 @@ def noisy_counts(data, values, G=None):
 
 
 # ---------------------------------------------------------------- worked examples (spec 4.7-4.8)
-F1_ROOT_TABLES = [(13, 5, 1, 1, 5, 11, 21), (2, 0, 2, 6, 14, 24, 38), (6, 2, 0, 2, 6, 14, 24),
-                  (0, 2, 6, 14, 24, 38, 54), (0, 2, 6, 14, 24, 38, 54)]
-F2_ROOT_TABLES = [(13, 5, 1, 1, 5, 11, 21), (6, 2, 2, 6, 14, 24, 38), (21, 11, 5, 1, 1, 3, 9),
-                  (2, 2, 6, 14, 24, 38, 54), (5, 9, 17, 27, 41, 57, 77)]
+F1_ROOT_TABLES = [
+    (13, 5, 1, 1, 5, 11, 21),
+    (2, 0, 2, 6, 14, 24, 38),
+    (6, 2, 0, 2, 6, 14, 24),
+    (0, 2, 6, 14, 24, 38, 54),
+    (0, 2, 6, 14, 24, 38, 54),
+]
+F2_ROOT_TABLES = [
+    (13, 5, 1, 1, 5, 11, 21),
+    (6, 2, 2, 6, 14, 24, 38),
+    (21, 11, 5, 1, 1, 3, 9),
+    (2, 2, 6, 14, 24, 38, 54),
+    (5, 9, 17, 27, 41, 57, 77),
+]
 
 
-@pytest.mark.parametrize("fixture, tables, optimum, solution", [
-    ("f1_noisy", F1_ROOT_TABLES, 1, [[3, 1, 2, 0, 0], [3, 0, 1, 0, 0], [0, 1, 1, 0, 0]]),
-    ("f2_noisy", F2_ROOT_TABLES, 11, [[2, 1, 3, 0, 0], [2, 0, 2, 0, 0], [0, 1, 1, 0, 0]]),
-])
+@pytest.mark.parametrize(
+    "fixture, tables, optimum, solution",
+    [
+        ("f1_noisy", F1_ROOT_TABLES, 1, [[3, 1, 2, 0, 0], [3, 0, 1, 0, 0], [0, 1, 1, 0, 0]]),
+        ("f2_noisy", F2_ROOT_TABLES, 11, [[2, 1, 3, 0, 0], [2, 0, 2, 0, 0], [0, 1, 1, 0, 0]]),
+    ],
+)
 def test_dp_reproduces_root_tables_and_unique_optimum(request, running_example, fixture, tables, optimum, solution):
     noisy = noisy_counts(running_example, request.getfixturevalue(fixture))
     state = hierarchical_tables(noisy, Domains.full(noisy))
@@ -108,7 +121,11 @@ def test_table6_and_fixture_chain_tables(running_example, f1_noisy):
     assert [t.tolist() for _, t in tabs[:3]] == [[9, 4, 1, 0, 1], [18, 8, 2, 0, 1], [22, 9, 2, 1, 5]]
     f1 = NoisyGroupSizes(h, chain_cumulative(h, f1_noisy), 6, "chain")
     tabs = chain_tables(f1, Domains.full(f1))
-    assert [t.tolist() for _, t in tabs[:3]] == [[9, 4, 1, 0, 1, 4, 9], [18, 8, 2, 0, 1, 4, 9], [22, 9, 2, 1, 5, 13, 25]]
+    assert [t.tolist() for _, t in tabs[:3]] == [
+        [9, 4, 1, 0, 1, 4, 9],
+        [18, 8, 2, 0, 1, 4, 9],
+        [22, 9, 2, 1, 5, 13, 25],
+    ]
     assert tabs[-1][1].tolist() == [336, 215, 124, 63, 26, 7, 5]
     assert all((np.diff(t, 2) >= 0).all() for _, t in tabs)  # Lemma 7: convex tables
     f2 = np.zeros((3, 5))
@@ -215,8 +232,9 @@ def test_chain_truncated_domains_match_scip(instance, delta):
 def test_isotonic_pava_equals_qp(seed, N):
     rng = np.random.default_rng(seed)
     data = random_tree(seed=seed, depth=2, N=N, G=5)
-    noisy = NoisyGroupSizes(data.hierarchy, cumulative(data.counts) + rng.normal(0, 3, data.counts.shape),
-                            data.G, "cumulative")
+    noisy = NoisyGroupSizes(
+        data.hierarchy, cumulative(data.counts) + rng.normal(0, 3, data.counts.shape), data.G, "cumulative"
+    )
     model = M.build_isotonic_qp(noisy)
     SolverFactory("highs").solve(model)
     np.testing.assert_allclose(solve_isotonic(noisy), M.variable_values(model, "c"), atol=1e-6)
@@ -312,7 +330,9 @@ def test_refusals(running_example, f1_noisy):
     plain.o = pyo.Objective(expr=plain.x**2)
     with pytest.raises(ModelStructureError, match="no structure marker"):
         SolverFactory("pgsr_dp").solve(plain)
-    chain = NoisyGroupSizes(running_example.hierarchy, chain_cumulative(running_example.hierarchy, f1_noisy), 6, "chain")
+    chain = NoisyGroupSizes(
+        running_example.hierarchy, chain_cumulative(running_example.hierarchy, f1_noisy), 6, "chain"
+    )
     with pytest.raises(ModelStructureError, match="literal"):
         SolverFactory("pgsr_chain").solve(M.build_chain_qip(chain, literal=True))
 
