@@ -59,9 +59,7 @@ def mixed_lp(sense=pyo.minimize):
     m.f = pyo.Var(initialize=2.0)
     m.f.fix()
     s = 1 if sense == pyo.minimize else -1
-    m.o = pyo.Objective(
-        expr=s * (-m.x[1] - 2 * m.x[2] + 0.5 * m.x[3] + m.y + 3 * m.f + 7), sense=sense
-    )
+    m.o = pyo.Objective(expr=s * (-m.x[1] - 2 * m.x[2] + 0.5 * m.x[3] + m.y + 3 * m.f + 7), sense=sense)
     m.eq = pyo.Constraint(expr=m.x[1] - m.x[2] + m.y == 0.5 * m.f)
     m.le = pyo.Constraint(expr=m.x[1] + m.x[2] + m.x[3] <= 8)
     m.ge = pyo.Constraint(expr=m.x[3] - m.y >= 1)
@@ -252,9 +250,7 @@ def build_random(p):
     L = np.array(p["L"], dtype=float).reshape(n, -1)
     quad = sum(0.5 * (sum(L[i, j] * m.x[i] for i in range(n))) ** 2 for j in range(L.shape[1]))
     f = quad + sum(p["c"][i] * m.x[i] for i in range(n)) + p["const"]
-    m.o = pyo.Objective(
-        expr=-f if p["maximize"] else f, sense=pyo.maximize if p["maximize"] else pyo.minimize
-    )
+    m.o = pyo.Objective(expr=-f if p["maximize"] else f, sense=pyo.maximize if p["maximize"] else pyo.minimize)
     return m
 
 
@@ -328,12 +324,8 @@ def test_infeasible_without_raise_but_loading_raises_no_feasible():
 
 def test_infeasible_reported_when_not_raising():
     m = infeasible_lp()
-    r = SolverFactory("clarabel").solve(
-        m, raise_exception_on_nonoptimal_result=False, load_solutions=False
-    )
-    rh = SolverFactory("highs").solve(
-        infeasible_lp(), raise_exception_on_nonoptimal_result=False, load_solutions=False
-    )
+    r = SolverFactory("clarabel").solve(m, raise_exception_on_nonoptimal_result=False, load_solutions=False)
+    rh = SolverFactory("highs").solve(infeasible_lp(), raise_exception_on_nonoptimal_result=False, load_solutions=False)
     assert r.termination_condition == rh.termination_condition == TC.provenInfeasible
     assert r.solution_status == SolutionStatus.noSolution
     assert r.incumbent_objective is None
@@ -347,9 +339,7 @@ def test_constraint_infeasible_through_fixed_vars():
     m.x[2].fix(3)
     m.o = pyo.Objective(expr=m.x[1])
     m.c = pyo.Constraint(expr=m.x[2] <= 2)  # constant after fixing, violated
-    r = SolverFactory("clarabel").solve(
-        m, raise_exception_on_nonoptimal_result=False, load_solutions=False
-    )
+    r = SolverFactory("clarabel").solve(m, raise_exception_on_nonoptimal_result=False, load_solutions=False)
     assert r.termination_condition == TC.provenInfeasible
 
 
@@ -359,9 +349,7 @@ def test_unbounded_lp():
     m.y = pyo.Var()
     m.o = pyo.Objective(expr=m.x - m.y, sense=pyo.maximize)
     m.c = pyo.Constraint(expr=m.x + m.y >= 2)
-    r = SolverFactory("clarabel").solve(
-        m, raise_exception_on_nonoptimal_result=False, load_solutions=False
-    )
+    r = SolverFactory("clarabel").solve(m, raise_exception_on_nonoptimal_result=False, load_solutions=False)
     assert r.termination_condition == TC.unbounded
     assert r.incumbent_objective is None
     with pytest.raises(NoOptimalSolutionError):
