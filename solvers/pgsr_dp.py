@@ -57,7 +57,6 @@ class HierarchicalSolution:
 
     counts: np.ndarray
     objective: float
-    feasible: bool
     domains: Domains
     info: dict = field(default_factory=dict)
 
@@ -142,7 +141,7 @@ def solve_hierarchical(
         "seconds_bottom_up": up - checked,
         "seconds_top_down": done - up,
     }
-    return HierarchicalSolution(counts, objective, True, dom, info)
+    return HierarchicalSolution(counts, objective, dom, info)
 
 
 class PGSRDPSolver(StructureSolver):

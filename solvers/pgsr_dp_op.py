@@ -85,7 +85,7 @@ def solve_hierarchical_op(
         "domain_widenings": dom.widenings,
         "seconds": time.perf_counter() - tick,
     }
-    return HierarchicalSolution(counts, objective, True, dom, info)
+    return HierarchicalSolution(counts, objective, dom, info)
 
 
 class PGSRDPOPSolver(StructureSolver):

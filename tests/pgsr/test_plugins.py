@@ -3,7 +3,7 @@
 import numpy as np
 import pyomo.environ as pyo
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pgsr_oracles import brute_force, min_plus
 from pyomo.contrib.solver.common.factory import SolverFactory
@@ -238,6 +238,34 @@ def test_isotonic_pava_equals_qp(seed, N):
     model = M.build_isotonic_qp(noisy)
     SolverFactory("highs").solve(model)
     np.testing.assert_allclose(solve_isotonic(noisy), M.variable_values(model, "c"), atol=1e-6)
+
+
+@given(small_instances(), st.integers(0, 3))
+def test_dp_truncated_domains_match_scip_and_brute_force(instance, delta):
+    """On the paper's truncated domains the DP solves the bounded Model 1 exactly."""
+    data, values = instance
+    noisy = noisy_counts(data, values)
+    dom = Domains.truncated(noisy, delta)
+    try:
+        model = M.build_hierarchical_qip(noisy, domains=dom)
+    except InfeasibleDomainError:
+        return
+    sol = solve_hierarchical(noisy, dom)
+    best, _ = brute_force(data.hierarchy, values, data.G, "hierarchical", dom.lo, dom.hi)
+    assert sol.objective == pytest.approx(best, abs=1e-9)
+    assert np.all((sol.counts >= dom.lo) & (sol.counts <= dom.hi))
+    scip = SolverFactory("scip_direct").solve(model)
+    assert scip.incumbent_objective == pytest.approx(best, abs=1e-6)
+
+
+@settings(max_examples=15)
+@given(small_instances())
+def test_dp_op_equals_brute_force(instance):
+    data, values = instance
+    sol = solve_hierarchical_op(noisy_counts(data, values))
+    best, _ = brute_force(data.hierarchy, values, data.G, "hierarchical")
+    assert sol.objective == pytest.approx(best, abs=1e-9)
+    assert_pgsr_feasible(data.hierarchy, sol.counts, data.G)
 
 
 def test_dp_op_counts_subproblems_and_matches(running_example, f2_noisy):
