@@ -66,9 +66,15 @@ def _heap_pop(keys, ids, size):
 
 
 # ---------------------------------------------------------------------------- tables
+# ``state = (is_leaf, noisy, lo, hi, offset, tables, argmin)`` bundles the DP tables: an
+# internal node's table lives in ``tables[offset[r, s] : offset[r, s] + hi - lo + 1]``, a
+# leaf's is the closed form ``(v - noisy)^2`` and is never stored.
+
+
 @njit(cache=True, inline="always")
-def _tau(r, s, v, is_leaf, noisy, lo, offset, tables):
-    """Cost table value tau_s^r(v); leaves are the closed form (v - noisy)^2."""
+def _tau(state, r, s, v):
+    """Cost table value tau_s^r(v)."""
+    is_leaf, noisy, lo, hi, offset, tables, argmin = state
     if is_leaf[r]:
         d = v - noisy[r, s]
         return d * d
@@ -76,92 +82,75 @@ def _tau(r, s, v, is_leaf, noisy, lo, offset, tables):
 
 
 @njit(cache=True, inline="always")
-def _slope(r, s, v, step, is_leaf, noisy, lo, offset, tables):
+def _slope(state, r, s, v, step):
     """tau(v + step) - tau(v) for step = +1 or -1."""
+    is_leaf, noisy, lo, hi, offset, tables, argmin = state
     if is_leaf[r]:
         return 2.0 * step * (v - noisy[r, s]) + 1.0
     base = offset[r, s] - lo[r, s]
     return tables[base + v + step] - tables[base + v]
 
 
-@njit(cache=True)
-def _merge_walk(
-    p,
-    s,
-    step,
-    stop,
-    child_start,
-    child_count,
-    is_leaf,
-    noisy,
-    lo,
-    hi,
-    offset,
-    tables,
-    argmin,
-    x,
-    keys,
-    ids,
-    phi,
-    phi_lo,
-    record,
-):
-    """Greedy min-plus merge of the children of node (p, s) from V0 = sum of argmins.
+@njit(cache=True, inline="always")
+def _can_move(state, r, s, v, step):
+    lo, hi = state[2], state[3]
+    return (step > 0 and v < hi[r, s]) or (step < 0 and v > lo[r, s])
 
-    Moves one unit at a time in direction ``step`` on the child whose table grows least
-    (Lemma 5), until the children sum to ``stop``.  ``x`` receives the children's values;
-    with ``record`` the running cost is written to ``phi[V - phi_lo]`` for V in range.
+
+@njit(cache=True)
+def _greedy_walk(state, rows, cols, step, stop, x, keys, ids, phi, phi_lo, record):
+    """Greedy min-plus merge of the tables of nodes ``(rows[k], cols[k])`` (Lemma 5).
+
+    Starts every node at its argmin (the sum V0) and moves one unit at a time in direction
+    ``step`` on the node whose table grows least, ties to the first node, until the values
+    sum to ``stop``.  ``x`` receives the values; with ``record`` the running cost is
+    written to ``phi[V - phi_lo]`` for every sum V in range.  Returns the cost at ``stop``
+    (tables are sums of squares, so a negative return flags an unreachable ``stop``).
     """
-    c0 = child_start[p]
-    cc = child_count[p]
+    argmin = state[6]
+    n = rows.shape[0]
     total = 0
     cost = 0.0
-    for k in range(cc):
-        c = c0 + k
-        x[k] = argmin[c, s]
+    for k in range(n):
+        x[k] = argmin[rows[k], cols[k]]
         total += x[k]
-        cost += _tau(c, s, x[k], is_leaf, noisy, lo, offset, tables)
+        cost += _tau(state, rows[k], cols[k], x[k])
     if record and phi_lo <= total < phi_lo + phi.shape[0]:
         phi[total - phi_lo] = cost
     size = 0
-    for k in range(cc):
-        c = c0 + k
-        if (step > 0 and x[k] < hi[c, s]) or (step < 0 and x[k] > lo[c, s]):
-            size = _heap_push(keys, ids, size, _slope(c, s, x[k], step, is_leaf, noisy, lo, offset, tables), k)
+    for k in range(n):
+        if _can_move(state, rows[k], cols[k], x[k], step):
+            size = _heap_push(keys, ids, size, _slope(state, rows[k], cols[k], x[k], step), k)
     while total != stop:
         if size == 0:
-            return -1.0  # cannot reach stop: the caller checked feasibility, so this is a bug
+            return -1.0
         key, k, size = _heap_pop(keys, ids, size)
-        c = c0 + k
         x[k] += step
         total += step
         cost += key
         if record and phi_lo <= total < phi_lo + phi.shape[0]:
             phi[total - phi_lo] = cost
-        if (step > 0 and x[k] < hi[c, s]) or (step < 0 and x[k] > lo[c, s]):
-            size = _heap_push(keys, ids, size, _slope(c, s, x[k], step, is_leaf, noisy, lo, offset, tables), k)
+        if _can_move(state, rows[k], cols[k], x[k], step):
+            size = _heap_push(keys, ids, size, _slope(state, rows[k], cols[k], x[k], step), k)
     return cost
 
 
 @njit(cache=True)
-def _children_argmin_sum(p, s, child_start, child_count, argmin):
-    total = 0
-    for k in range(child_count[p]):
-        total += argmin[child_start[p] + k, s]
-    return total
+def _widest(child_count, n_sizes):
+    return max(n_sizes, child_count.max() if child_count.shape[0] else 1, 1)
 
 
 @njit(cache=True)
-def hierarchical_tables(child_start, child_count, is_leaf, noisy, lo, hi, offset, tables, argmin):
-    """Bottom-up pass: cost tables tau of every internal node and argmins of all nodes.
+def hierarchical_tables(child_start, child_count, state):
+    """Bottom-up pass: the table of every internal node and the argmin of every node.
 
-    Internal node tables live in ``tables[offset[r, s] : offset[r, s] + hi - lo + 1]``;
-    leaf tables stay implicit.  Returns False if a merge could not reach its interval.
+    For node (r, s), phi over its interval comes from two walks starting at V0 = sum of the
+    children's argmins (up to ``hi``, down to ``lo``); then ``tau = (v - noisy)^2 + phi``.
+    Returns False if a walk could not reach the interval (the caller checked feasibility).
     """
+    is_leaf, noisy, lo, hi, offset, tables, argmin = state
     R, N = noisy.shape
-    width = 1
-    for r in range(R):
-        width = max(width, child_count[r])
+    width = _widest(child_count, N)
     keys = np.empty(width)
     ids = np.empty(width, dtype=np.int64)
     x = np.empty(width, dtype=np.int64)
@@ -171,151 +160,66 @@ def hierarchical_tables(child_start, child_count, is_leaf, noisy, lo, hi, offset
                 best = np.ceil(noisy[r, s] - 0.5)  # smallest integer minimiser of (v - y)^2
                 argmin[r, s] = int(min(max(best, lo[r, s]), hi[r, s]))
                 continue
+            rows = np.arange(child_start[r], child_start[r] + child_count[r])
+            cols = np.full(child_count[r], s)
             phi = tables[offset[r, s] : offset[r, s] + hi[r, s] - lo[r, s] + 1]
-            v0 = _children_argmin_sum(r, s, child_start, child_count, argmin)
-            if hi[r, s] > v0 or lo[r, s] <= v0 <= hi[r, s]:
-                if (
-                    _merge_walk(
-                        r,
-                        s,
-                        1,
-                        max(hi[r, s], v0),
-                        child_start,
-                        child_count,
-                        is_leaf,
-                        noisy,
-                        lo,
-                        hi,
-                        offset,
-                        tables,
-                        argmin,
-                        x,
-                        keys,
-                        ids,
-                        phi,
-                        lo[r, s],
-                        True,
-                    )
-                    < 0
-                ):
+            v0 = 0
+            for c in rows:
+                v0 += argmin[c, s]
+            if v0 <= hi[r, s]:
+                if _greedy_walk(state, rows, cols, 1, hi[r, s], x, keys, ids, phi, lo[r, s], True) < 0:
                     return False
-            if lo[r, s] < v0:
-                if (
-                    _merge_walk(
-                        r,
-                        s,
-                        -1,
-                        lo[r, s],
-                        child_start,
-                        child_count,
-                        is_leaf,
-                        noisy,
-                        lo,
-                        hi,
-                        offset,
-                        tables,
-                        argmin,
-                        x,
-                        keys,
-                        ids,
-                        phi,
-                        lo[r, s],
-                        True,
-                    )
-                    < 0
-                ):
+            if v0 > lo[r, s]:
+                if _greedy_walk(state, rows, cols, -1, lo[r, s], x, keys, ids, phi, lo[r, s], True) < 0:
                     return False
-            best_v = lo[r, s]
-            best_val = np.inf
+            best_j = 0
             for j in range(phi.shape[0]):
-                v = lo[r, s] + j
-                d = v - noisy[r, s]
+                d = lo[r, s] + j - noisy[r, s]
                 phi[j] += d * d
-                if phi[j] < best_val:
-                    best_val = phi[j]
-                    best_v = v
-            argmin[r, s] = best_v
+                if phi[j] < phi[best_j]:
+                    best_j = j
+            argmin[r, s] = lo[r, s] + best_j
     return True
 
 
 @njit(cache=True)
-def root_split(G, is_leaf, noisy, lo, hi, offset, tables, argmin):
-    """The dummy root a^T: split G over the root's N size nodes at least cost (its phi(G))."""
-    N = noisy.shape[1]
-    x = np.empty(N, dtype=np.int64)
-    keys = np.empty(N)
-    ids = np.empty(N, dtype=np.int64)
-    total = 0
-    cost = 0.0
-    for s in range(N):
-        x[s] = argmin[0, s]
-        total += x[s]
-        cost += _tau(0, s, x[s], is_leaf, noisy, lo, offset, tables)
-    step = 1 if G > total else -1
-    size = 0
-    for s in range(N):
-        if (step > 0 and x[s] < hi[0, s]) or (step < 0 and x[s] > lo[0, s]):
-            size = _heap_push(keys, ids, size, _slope(0, s, x[s], step, is_leaf, noisy, lo, offset, tables), s)
-    while total != G:
-        if size == 0:
-            return x, np.inf
-        key, s, size = _heap_pop(keys, ids, size)
-        x[s] += step
-        total += step
-        cost += key
-        if (step > 0 and x[s] < hi[0, s]) or (step < 0 and x[s] > lo[0, s]):
-            size = _heap_push(keys, ids, size, _slope(0, s, x[s], step, is_leaf, noisy, lo, offset, tables), s)
-    return x, cost
+def hierarchical_split(G, child_start, child_count, state, out):
+    """Top-down pass: G over the root's sizes (the dummy root a^T), then every internal
+    node's value over its children, each by the same greedy walk as bottom-up.
 
-
-@njit(cache=True)
-def hierarchical_split(child_start, child_count, is_leaf, noisy, lo, hi, offset, tables, argmin, out):
-    """Top-down pass: split each internal node's chosen value among its children.
-
-    ``out[0, :]`` must hold the root's values; the rest is filled in breadth-first order.
+    Fills ``out`` (regions x sizes) and returns phi^T(G), or -1 if G is unreachable.
     """
+    is_leaf, noisy, lo, hi, offset, tables, argmin = state
     R, N = noisy.shape
-    width = 1
-    for r in range(R):
-        width = max(width, child_count[r])
+    width = _widest(child_count, N)
     keys = np.empty(width)
     ids = np.empty(width, dtype=np.int64)
     x = np.empty(width, dtype=np.int64)
     dummy = np.empty(0)
+    sizes = np.arange(N)
+    roots = np.zeros(N, dtype=np.int64)
+    v0 = 0
+    for s in range(N):
+        v0 += argmin[0, s]
+    cost = _greedy_walk(state, roots, sizes, 1 if G >= v0 else -1, G, x, keys, ids, dummy, 0, False)
+    if cost < 0:
+        return cost
+    out[0, :] = x[:N]
     for s in range(N):
         for r in range(R):
             if is_leaf[r]:
                 continue
-            v0 = _children_argmin_sum(r, s, child_start, child_count, argmin)
+            rows = np.arange(child_start[r], child_start[r] + child_count[r])
+            cols = np.full(child_count[r], s)
+            v0 = 0
+            for c in rows:
+                v0 += argmin[c, s]
             step = 1 if out[r, s] >= v0 else -1
-            if (
-                _merge_walk(
-                    r,
-                    s,
-                    step,
-                    out[r, s],
-                    child_start,
-                    child_count,
-                    is_leaf,
-                    noisy,
-                    lo,
-                    hi,
-                    offset,
-                    tables,
-                    argmin,
-                    x,
-                    keys,
-                    ids,
-                    dummy,
-                    0,
-                    False,
-                )
-                < 0
-            ):
-                return False
+            if _greedy_walk(state, rows, cols, step, out[r, s], x, keys, ids, dummy, 0, False) < 0:
+                return -1.0
             for k in range(child_count[r]):
-                out[child_start[r] + k, s] = x[k]
-    return True
+                out[rows[k], s] = x[k]
+    return cost
 
 
 # ---------------------------------------------------------------------------- chain

@@ -71,6 +71,10 @@ class CostTables:
     tables: np.ndarray
     argmin: np.ndarray
 
+    def kernel_state(self, noisy: NoisyGroupSizes) -> tuple:
+        """The tuple the compiled kernels take (see ``_pgsr_kernels``)."""
+        return (noisy.hierarchy.is_leaf, noisy.values, self.lo, self.hi, self.offset, self.tables, self.argmin)
+
     def table(self, r: int, s: int, is_leaf: bool, noisy: np.ndarray) -> tuple[int, np.ndarray]:
         """``(lo, values)`` of the table of node (r, s); leaf tables are evaluated on demand."""
         lo, hi = int(self.lo[r, s]), int(self.hi[r, s])
@@ -87,13 +91,10 @@ def hierarchical_tables(noisy: NoisyGroupSizes, domains: Domains) -> CostTables:
     width = np.where(h.is_leaf[:, None], 0, hi - lo + 1)
     offset = (np.cumsum(width.ravel()) - width.ravel()).reshape(width.shape)
     tables = np.empty(int(width.sum()), dtype=np.float64)
-    argmin = np.empty(lo.shape, dtype=np.int64)
-    ok = kernels.hierarchical_tables(
-        h.child_start, h.child_count, h.is_leaf, noisy.values, lo, hi, offset, tables, argmin
-    )
-    if not ok:
+    state = CostTables(lo, hi, offset, tables, np.empty(lo.shape, dtype=np.int64))
+    if not kernels.hierarchical_tables(h.child_start, h.child_count, state.kernel_state(noisy)):
         raise RuntimeError("pgsr_dp: a merge could not reach a feasible interval (internal error)")
-    return CostTables(lo, hi, offset, tables, argmin)
+    return state
 
 
 def solve_hierarchical(
@@ -112,24 +113,10 @@ def solve_hierarchical(
     state = hierarchical_tables(noisy, dom)
     up = time.perf_counter()
     counts = np.empty(state.lo.shape, dtype=np.int64)
-    root, cost = kernels.root_split(
-        noisy.G, noisy.hierarchy.is_leaf, noisy.values, state.lo, state.hi, state.offset, state.tables, state.argmin
-    )
-    counts[0] = root
     h = noisy.hierarchy
-    if not kernels.hierarchical_split(
-        h.child_start,
-        h.child_count,
-        h.is_leaf,
-        noisy.values,
-        state.lo,
-        state.hi,
-        state.offset,
-        state.tables,
-        state.argmin,
-        counts,
-    ):
-        raise RuntimeError("pgsr_dp: top-down split failed (internal error)")
+    cost = kernels.hierarchical_split(noisy.G, h.child_start, h.child_count, state.kernel_state(noisy), counts)
+    if cost < 0:
+        raise RuntimeError("pgsr_dp: top-down split failed on feasible domains (internal error)")
     done = time.perf_counter()
     objective = float(((counts - noisy.values) ** 2).sum())
     info = {
@@ -144,6 +131,21 @@ def solve_hierarchical(
     return HierarchicalSolution(counts, objective, dom, info)
 
 
+def model1_solution(marker, solve) -> StructureSolution:
+    """Solve the data of a Model 1 marker (QIP or chord MILP) with ``solve(noisy, domains)``."""
+    noisy, dom = marker.data["noisy"], marker.data["domains"]
+    reason = hierarchical_infeasibility(noisy, dom)
+    if reason is not None:
+        return StructureSolution({}, None, TerminationCondition.provenInfeasible, info={"reason": reason})
+    sol = solve(noisy, dom)
+    values = {"n": sol.counts}
+    if marker.formulation == "pgsr.hierarchical_milp":
+        values["t"] = (sol.counts - noisy.values) ** 2
+    return StructureSolution(
+        values, sol.objective, TerminationCondition.convergenceCriteriaSatisfied, bound=sol.objective, info=sol.info
+    )
+
+
 class PGSRDPSolver(StructureSolver):
     """Solves Model 1 (``build_hierarchical_qip`` / ``build_hierarchical_milp``) exactly by DP."""
 
@@ -152,14 +154,4 @@ class PGSRDPSolver(StructureSolver):
     solve_data = staticmethod(solve_hierarchical)
 
     def _solve_marker(self, marker, config) -> StructureSolution:
-        noisy, dom = marker.data["noisy"], marker.data["domains"]
-        reason = hierarchical_infeasibility(noisy, dom)
-        if reason is not None:
-            return StructureSolution({}, None, TerminationCondition.provenInfeasible, info={"reason": reason})
-        sol = solve_hierarchical(noisy, dom)
-        values = {"n": sol.counts}
-        if marker.formulation == "pgsr.hierarchical_milp":
-            values["t"] = (sol.counts - noisy.values) ** 2
-        return StructureSolution(
-            values, sol.objective, TerminationCondition.convergenceCriteriaSatisfied, bound=sol.objective, info=sol.info
-        )
+        return model1_solution(marker, solve_hierarchical)

@@ -12,18 +12,16 @@ import time
 
 import numpy as np
 from pyomo.contrib.solver.common.factory import SolverFactory
-from pyomo.contrib.solver.common.results import TerminationCondition
 
 from dpmodels.pgsr.data import (
     NoisyGroupSizes,
     hierarchical_feasible_interval,
-    hierarchical_infeasibility,
     resolve_domains,
 )
 from dpmodels.pgsr.models import build_node_subproblem
 
 from .base import StructureSolution, StructureSolver
-from .pgsr_dp import HierarchicalSolution
+from .pgsr_dp import HierarchicalSolution, model1_solution
 
 __all__ = ["solve_hierarchical_op", "PGSRDPOPSolver"]
 
@@ -96,14 +94,4 @@ class PGSRDPOPSolver(StructureSolver):
     solve_data = staticmethod(solve_hierarchical_op)
 
     def _solve_marker(self, marker, config) -> StructureSolution:
-        noisy, dom = marker.data["noisy"], marker.data["domains"]
-        reason = hierarchical_infeasibility(noisy, dom)
-        if reason is not None:
-            return StructureSolution({}, None, TerminationCondition.provenInfeasible, info={"reason": reason})
-        sol = solve_hierarchical_op(noisy, dom)
-        values = {"n": sol.counts}
-        if marker.formulation == "pgsr.hierarchical_milp":
-            values["t"] = (sol.counts - noisy.values) ** 2
-        return StructureSolution(
-            values, sol.objective, TerminationCondition.convergenceCriteriaSatisfied, bound=sol.objective, info=sol.info
-        )
+        return model1_solution(marker, solve_hierarchical_op)

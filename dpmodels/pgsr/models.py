@@ -190,6 +190,12 @@ def build_hierarchical_milp(
 
 
 # ---------------------------------------------------------------------- Model 2 and A2
+def _add_monotone(m, c, n_sizes: int, doc: str) -> None:
+    """Each region's cumulative vector never decreases: ``c[r, i] <= c[r, i + 1]``."""
+    m.steps = pyo.RangeSet(1, n_sizes - 1) if n_sizes > 1 else pyo.Set(initialize=[])
+    m.monotone = pyo.Constraint(m.regions, m.steps, rule=lambda m, r, i: c[r, i] <= c[r, i + 1], doc=doc)
+
+
 def _cumulative_check(noisy: NoisyGroupSizes, dom: Domains) -> str | None:
     """Necessary conditions for Model 2 (exact feasibility is a flow problem left to the solver)."""
     empty = np.argwhere(dom.lo > dom.hi)
@@ -215,10 +221,7 @@ def build_cumulative_qip(
     m = _base_model(noisy, "PGSR Model 2 (cumulative QIP)" + (" relaxed" if relax else ""))
     c = _add_cell_vars(m, "c", noisy, dom, relax, "released cumulative counts c_i^r")
     m.total = pyo.Constraint(expr=c[h.names[0], noisy.N] == noisy.G, doc="(C2) root's c_N equals G")
-    m.steps = pyo.RangeSet(1, noisy.N - 1) if noisy.N > 1 else pyo.Set(initialize=[])
-    m.monotone = pyo.Constraint(
-        m.regions, m.steps, rule=lambda m, r, i: c[r, i] <= c[r, i + 1], doc="(C3) cumulative counts never decrease"
-    )
+    _add_monotone(m, c, noisy.N, "(C3) cumulative counts never decrease")
     children = _children_names(noisy)
     m.internal_regions = pyo.Set(initialize=list(children), ordered=True)
     m.consistency = pyo.Constraint(
@@ -242,10 +245,7 @@ def build_isotonic_qp(noisy: NoisyGroupSizes) -> pyo.ConcreteModel:
     dom = Domains.full(noisy)
     m = _base_model(noisy, "PGSR Model A2 (per-region isotonic QP)")
     c = _add_cell_vars(m, "c", noisy, dom, True, "isotonic estimate of the cumulative counts")
-    m.steps = pyo.RangeSet(1, noisy.N - 1) if noisy.N > 1 else pyo.Set(initialize=[])
-    m.monotone = pyo.Constraint(
-        m.regions, m.steps, rule=lambda m, r, i: c[r, i] <= c[r, i + 1], doc="cumulative counts never decrease"
-    )
+    _add_monotone(m, c, noisy.N, "cumulative counts never decrease")
     keys = _keys(noisy)
     m.objective = pyo.Objective(expr=_squared_error(c, noisy, keys), sense=pyo.minimize)
     attach_marker(m, "pgsr.isotonic_qp", {"noisy": noisy, "domains": dom}, {"relax": True}, {"c": keys})
