@@ -26,6 +26,8 @@ def _register_all() -> None:
     from .pgsr_cumulative import CumulativeDPSolver, IsotonicPAVASolver
     from .pgsr_dp import PGSRDPSolver
     from .pgsr_dp_op import PGSRDPOPSolver
+    from .topdown_flow import FlowRoundingSolver
+    from .topdown_tree import TreeL2Solver
 
     register("clarabel", ClarabelSolver, "Clarabel interior-point QP/LP solver (dpmodels)")
     register("pgsr_dp", PGSRDPSolver, "PGSR Model 1 by the M_H^dp dynamic program (dpmodels)")
@@ -33,6 +35,8 @@ def _register_all() -> None:
     register("pgsr_chain", PGSRChainSolver, "PGSR Model 3 by the chain DP (dpmodels)")
     register("isotonic_pava", IsotonicPAVASolver, "PGSR Model A2 by pool adjacent violators (dpmodels)")
     register("pgsr_cdp", CumulativeDPSolver, "PGSR Model 2 by Algorithm 2, a heuristic (dpmodels)")
+    register("topdown_flow", FlowRoundingSolver, "TopDown L1 rounding as a min-cost flow (dpmodels)")
+    register("topdown_tree_l2", TreeL2Solver, "TopDown L2 by per-cell simplex projection (dpmodels)")
 
 
 _register_all()

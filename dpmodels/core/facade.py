@@ -49,6 +49,7 @@ def solve(
     tee: bool = False,
     load_solutions: bool = True,
     raise_on_nonoptimal: bool = False,
+    options: dict | None = None,
     **solver_options,
 ) -> Results:
     """Solve ``model`` with backend ``solver`` and return Pyomo's ``Results``.
@@ -56,13 +57,15 @@ def solve(
     By default a solver that stops without an optimum does not raise: read
     ``results.termination_condition``.  Values are loaded into the model when a solution
     exists.  Structure plugins ignore ``time_limit`` (they have no anytime behaviour).
+    Backend options go in ``options`` (or as keywords when their names do not clash).
     """
     opt = get_solver(solver)
     kwargs = {"tee": tee, "raise_exception_on_nonoptimal_result": raise_on_nonoptimal, "load_solutions": False}
     if time_limit is not None:
         kwargs["time_limit"] = time_limit
-    if solver_options:
-        kwargs["solver_options"] = solver_options
+    merged = {**(options or {}), **solver_options}
+    if merged:
+        kwargs["solver_options"] = merged
     results = opt.solve(model, **kwargs)
     if load_solutions and results.solution_loader.get_number_of_solutions() > 0:
         results.solution_loader.load_vars()

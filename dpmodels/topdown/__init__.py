@@ -1,0 +1,1 @@
+"""Census TopDown (Abowd et al., 2019): hierarchical DP histograms consistent with public knowledge."""

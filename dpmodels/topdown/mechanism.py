@@ -1,0 +1,163 @@
+"""TopDown measurement: noisy answers to every query set at every node of every level (spec 2).
+
+The budget is split into per-level shares (default uniform over the L levels, spec erratum 4)
+and, within a level, into per-query-set shares (the End-to-End test's "detailed" and
+"query" proportions).  Nodes of a level are disjoint (parallel composition); the query
+sets of a node and the levels add up.  Measurement happens once, up front; everything
+after it is post-processing of the noisy answers and the public knowledge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpmodels.core.accounting import PrivacyLedger, split_budget
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.noise import as_epsilon, double_geometric, double_geometric_variance, exact, laplace, make_rng
+
+from .data import Schema, TopDownData
+from .queries import QuerySet, identity, marginal, sensitivity
+
+__all__ = ["Strategy", "default_strategy", "NodeMeasurement", "Measurements", "measure", "run_topdown"]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """Query sets measured at every node, with their within-level budget shares (sum to 1)."""
+
+    queries: tuple[QuerySet, ...]
+    shares: tuple[Fraction, ...]
+
+    def __post_init__(self):
+        if len(self.queries) != len(self.shares) or not self.queries:
+            raise DataValidationError("strategy", "needs one share per query set, at least one set")
+        shares = [exact(s, "shares") for s in self.shares]
+        if any(s <= 0 for s in shares) or sum(shares) != 1:
+            raise DataValidationError(
+                "strategy.shares", f"must be positive and sum to 1, got {[str(s) for s in shares]}"
+            )
+        names = [q.name for q in self.queries]
+        if len(set(names)) != len(names):
+            raise DataValidationError("strategy", f"query set names repeat: {names}")
+        object.__setattr__(self, "shares", tuple(shares))
+
+
+def default_strategy(
+    schema: Schema,
+    marginals: Sequence[Sequence[str]] = (("hhgq",), ("votingage", "hispanic", "cenrace")),
+    detailed_share="1/2",
+) -> Strategy:
+    """The detailed histogram plus a few marginals (the E2E default shape)."""
+    marginals = [tuple(m) for m in marginals if set(m) <= set(schema.names)]
+    queries = [QuerySet("detailed", identity(schema))] + [
+        QuerySet(" x ".join(m), marginal(schema, m)) for m in marginals
+    ]
+    first = exact(detailed_share, "detailed_share") if marginals else Fraction(1)
+    rest = [(1 - first) / len(marginals)] * len(marginals)
+    return Strategy(tuple(queries), (first, *rest))
+
+
+@dataclass
+class NodeMeasurement:
+    """Noisy answers of one query set at one node, with the per-row variance."""
+
+    query: str
+    values: np.ndarray
+    variance: float
+
+
+@dataclass
+class Measurements:
+    """All noisy answers: ``by_node[r]`` lists the measurements of region r."""
+
+    strategy: Strategy
+    by_node: list[list[NodeMeasurement]]
+    ledger: PrivacyLedger
+    level_epsilons: tuple[Fraction, ...]
+    mechanism: str
+    info: dict = field(default_factory=dict)
+
+    def matrices(self) -> dict[str, sp.csr_matrix]:
+        return {q.name: q.matrix for q in self.strategy.queries}
+
+
+def measure(
+    data: TopDownData,
+    epsilon,
+    strategy: Strategy | None = None,
+    level_shares=None,
+    noise: str = "geometric",
+    neighbours: str = "substitution",
+    rng=None,
+) -> Measurements:
+    """Measure every query set of ``strategy`` at every node; returns noisy answers and a ledger."""
+    eps = as_epsilon(epsilon)
+    strategy = strategy or default_strategy(data.schema)
+    geo = data.geography
+    shares = level_shares if level_shares is not None else [1] * geo.n_levels
+    if len(shares) != geo.n_levels:
+        raise DataValidationError("level_shares", f"need one share per level ({geo.n_levels}), got {len(shares)}")
+    level_eps = split_budget(eps, shares)
+    if noise not in ("geometric", "laplace"):
+        raise DataValidationError("noise", f"must be 'geometric' or 'laplace', got {noise!r}")
+    rng = make_rng(rng)
+    hist = data.node_histograms_all()
+    ledger = PrivacyLedger()
+    by_node: list[list[NodeMeasurement]] = [[] for _ in range(geo.n_regions)]
+    for level in range(1, geo.n_levels + 1):
+        rows = np.arange(*geo.level_slice(level).indices(geo.n_regions))
+        answers_all = {q.name: (hist[rows] @ q.matrix.T).toarray() for q in strategy.queries}
+        for query, share in zip(strategy.queries, strategy.shares, strict=True):
+            eps_q = level_eps[level - 1] * share
+            delta = sensitivity(query.matrix, neighbours)
+            if delta == 0:
+                raise DataValidationError(
+                    f"query set {query.name!r}",
+                    "has sensitivity 0 under these neighbours (e.g. the total under "
+                    "substitution, which is public); model it as an invariant instead of measuring it",
+                )
+            scale = ledger.record(query.name, f"level {level} / {query.name}", delta, eps_q, noise, rows.size)
+            shape = answers_all[query.name].shape
+            draw = double_geometric(scale, shape, rng) if noise == "geometric" else laplace(scale, shape, rng)
+            variance = double_geometric_variance(scale) if noise == "geometric" else 2 * float(scale) ** 2
+            noisy = answers_all[query.name] + draw
+            for k, r in enumerate(rows):
+                by_node[r].append(NodeMeasurement(query.name, np.asarray(noisy[k], dtype=np.float64), variance))
+    return Measurements(strategy, by_node, ledger, tuple(level_eps), noise, {"neighbours": neighbours})
+
+
+def run_topdown(
+    data: TopDownData,
+    epsilon,
+    strategy: Strategy | None = None,
+    level_shares=None,
+    options=None,
+    noise: str = "geometric",
+    seed=None,
+    executor=None,
+    progress: bool = False,
+):
+    """TopDown end to end: measure everything once, then post-process level by level.
+
+    Returns ``(result, measurements)``; the post-processing sees only the measurements and
+    the public knowledge, never ``data.leaf_counts``.
+    """
+    from .driver import topdown
+    from .solve import NodeOptions
+
+    measurements = measure(data, epsilon, strategy, level_shares, noise, rng=seed)
+    result = topdown(
+        measurements,
+        data.knowledge,
+        data.schema,
+        data.geography,
+        options or NodeOptions(),
+        executor=executor,
+        progress=progress,
+    )
+    return result, measurements

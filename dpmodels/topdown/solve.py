@@ -1,0 +1,288 @@
+"""Solving one TopDown node: L2, then L1, with the fallback chain and verification (spec 4.2).
+
+``solve_node(problem)`` runs, for the children of one parent (or the root):
+
+1. the L2 solve with the full constraint set, then without edits, then the failsafe;
+2. the L1 rounding with the constraint set L2 used, then without edits, then the failsafe
+   (always the failsafe if L2 needed it, since then ``H*`` no longer sums to the parent);
+   each rounding first checks the total-unimodularity certificate and solves the LP with a
+   vertex method, keeping it only if integral, else the MIP;
+3. verification of every constraint on the result.
+
+Every step is recorded (path, method, status, d*, time) in the returned log.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from pyomo.contrib.solver.common.results import TerminationCondition
+
+from dpmodels.core.errors import DataValidationError, ModelStructureError
+from dpmodels.core.facade import solve
+
+from .models import NodeProblem, build_failsafe_l1, build_failsafe_l2, build_l1, build_l2, histogram_values
+from .tum import tum_certificate
+
+__all__ = ["NodeOptions", "NodeSolution", "solve_node", "verify_children"]
+
+OK = TerminationCondition.convergenceCriteriaSatisfied
+
+
+@dataclass(frozen=True)
+class NodeOptions:
+    """Backends and modelling choices of a node solve."""
+
+    l2: str = "auto"  # "auto" (tree when possible, else clarabel), "clarabel", "highs", "topdown_tree_l2"
+    l1: str = "highs"  # "highs" (LP-first protocol) or "topdown_flow"
+    weights: str = "inverse_variance"
+    objective: str = "l1"
+    edits: bool = True
+    time_limit: float | None = None
+
+
+@dataclass
+class NodeSolution:
+    """Integer child histograms (children x active cells) and the log of how they were found."""
+
+    values: np.ndarray
+    failsafe: bool
+    log: list[dict] = field(default_factory=list)
+    d_star: float | None = None
+
+
+# ---------------------------------------------------------------------- L2
+def _solve_l2(problem: NodeProblem, opts: NodeOptions, edits: bool) -> tuple[np.ndarray | None, dict]:
+    tick = time.perf_counter()
+    backend = opts.l2
+    if backend == "auto":
+        backend = "topdown_tree_l2" if _tree_ok(problem, edits) else "clarabel"
+    model = build_l2(problem, weights=opts.weights, edits=edits)
+    try:
+        res = solve(model, backend, time_limit=opts.time_limit)
+        status = res.termination_condition.name
+        values = histogram_values(model) if res.termination_condition == OK else None
+    except Exception as err:  # a backend failure is a failed solve, to be escalated
+        status, values = f"error: {type(err).__name__}: {err}"[:200], None
+    if values is not None and not verify_children(problem, values, integral=False, edits=edits).ok:
+        status, values = "verification failed", None
+    return values, {
+        "stage": "L2",
+        "edits": edits,
+        "method": backend,
+        "status": status,
+        "seconds": time.perf_counter() - tick,
+    }
+
+
+def _tree_ok(problem: NodeProblem, edits: bool) -> bool:
+    return all(
+        c.queries
+        and all(q.identity for q in c.queries)
+        and c.flows is None
+        and (c.total is None or problem.parent is None)
+        for c in problem.children
+    ) and not (edits and problem.edits)
+
+
+# ---------------------------------------------------------------------- L1
+def _solve_l1(
+    problem: NodeProblem, hstar: np.ndarray, opts: NodeOptions, edits: bool
+) -> tuple[np.ndarray | None, dict]:
+    tick = time.perf_counter()
+    record = {"stage": "L1", "edits": edits}
+    try:
+        values, method, status, cert = _round(problem, hstar, opts, edits)
+    except Exception as err:
+        values, method, status, cert = None, opts.l1, f"error: {type(err).__name__}: {err}"[:200], None
+    if values is not None and not verify_children(problem, values, integral=True, edits=edits).ok:
+        values, status = None, "verification failed"
+    record.update(method=method, status=status, certificate=cert, seconds=time.perf_counter() - tick)
+    return values, record
+
+
+def _round(problem, hstar, opts, edits):
+    if opts.l1 == "topdown_flow" and not (edits and problem.edits):
+        model = build_l1(problem, hstar, relax=True, objective=opts.objective, edits=edits)
+        res = solve(model, "topdown_flow")
+        return histogram_values(model), "flow", res.termination_condition.name, None
+    if opts.l1 not in ("highs", "topdown_flow"):
+        raise DataValidationError("l1", f"must be 'highs' or 'topdown_flow', got {opts.l1!r}")
+    lp = build_l1(problem, hstar, relax=True, objective=opts.objective, edits=edits)
+    cert = tum_certificate(lp).holds
+    if cert:
+        res = solve(lp, "highs", time_limit=opts.time_limit, options={"solver": "simplex"})
+        if res.termination_condition == OK:
+            values = histogram_values(lp)
+            if np.abs(values - np.round(values)).max(initial=0) <= 1e-6:
+                return np.round(values).astype(np.int64), "lp-integral", res.termination_condition.name, cert
+    mip = build_l1(problem, hstar, relax=False, objective=opts.objective, edits=edits)
+    res = solve(mip, "highs", time_limit=opts.time_limit)
+    values = np.round(histogram_values(mip)).astype(np.int64) if res.termination_condition == OK else None
+    return values, "mip", res.termination_condition.name, cert
+
+
+# ---------------------------------------------------------------------- failsafe
+def _failsafe(problem: NodeProblem, opts: NodeOptions, hstar: np.ndarray | None) -> tuple[np.ndarray, float, dict]:
+    """Phase 1 and 2 of the L2 (``hstar is None``) or L1 failsafe, without edits."""
+    tick = time.perf_counter()
+    plain = replace(problem, edits=())
+    if hstar is None:
+        p1 = build_failsafe_l2(plain, 1)
+        r1 = solve(p1, "highs", time_limit=opts.time_limit)
+        _require(r1, "L2 failsafe phase 1")
+        d_star = float(r1.incumbent_objective)
+        p2 = build_failsafe_l2(plain, 2, d_star, weights=opts.weights)
+        _require(solve(p2, "clarabel", time_limit=opts.time_limit), "L2 failsafe phase 2")
+        values = histogram_values(p2)
+    else:
+        p1 = build_failsafe_l1(plain, hstar, 1)
+        r1 = solve(p1, "highs", time_limit=opts.time_limit)
+        _require(r1, "L1 failsafe phase 1")
+        d_star = float(round(r1.incumbent_objective))
+        p2 = build_failsafe_l1(plain, hstar, 2, d_star)
+        _require(solve(p2, "highs", time_limit=opts.time_limit), "L1 failsafe phase 2")
+        values = np.round(histogram_values(p2)).astype(np.int64)
+    stage = "L2" if hstar is None else "L1"
+    return (
+        values,
+        d_star,
+        {
+            "stage": stage,
+            "edits": False,
+            "method": "failsafe",
+            "status": "ok",
+            "d_star": d_star,
+            "seconds": time.perf_counter() - tick,
+        },
+    )
+
+
+def _require(res, what: str) -> None:
+    if res.termination_condition != OK:
+        raise ModelStructureError(f"{what} failed: {res.termination_condition.name}")
+
+
+# ---------------------------------------------------------------------- the chain
+def solve_node(problem: NodeProblem, opts: NodeOptions = NodeOptions()) -> NodeSolution:
+    """L2 then L1 for the children of one node, escalating full -> no edits -> failsafe."""
+    edit_modes = [True, False] if (opts.edits and problem.edits) else [False]
+    log: list[dict] = []
+    hstar, used = None, None
+    for edits in edit_modes:
+        hstar, rec = _solve_l2(problem, opts, edits)
+        log.append(rec)
+        if hstar is not None:
+            used = edits
+            break
+    if hstar is None:
+        if problem.parent is None:
+            raise ModelStructureError(f"the root L2 solve failed: {log[-1]['status']}")
+        hstar, d_star, rec = _failsafe(problem, opts, None)
+        log.append(rec)
+        values, d_star, rec = _failsafe(problem, opts, hstar)
+        log.append(rec)
+        return NodeSolution(values, True, log, d_star)
+    for edits in [m for m in edit_modes if m <= used]:
+        values, rec = _solve_l1(problem, hstar, opts, edits)
+        log.append(rec)
+        if values is not None:
+            return NodeSolution(values, False, log)
+    if problem.parent is None:
+        raise ModelStructureError(f"the root L1 rounding failed: {log[-1]['status']}")
+    values, d_star, rec = _failsafe(problem, opts, hstar)
+    log.append(rec)
+    return NodeSolution(values, True, log, d_star)
+
+
+# ---------------------------------------------------------------------- verification
+@dataclass
+class Verification:
+    ok: bool
+    problems: list[str]
+
+
+def verify_children(
+    problem: NodeProblem,
+    values: np.ndarray,
+    integral: bool,
+    edits: bool = True,
+    d_star: float | None = None,
+    tol: float = 1e-6,
+) -> Verification:
+    """Check every constraint of a node solve on ``values`` (children x active cells).
+
+    With ``d_star`` (a failsafe result) the parent sums may be off by at most ``d* + 1`` in
+    L1, but the marginal over the unconstrained attributes must still match.
+    """
+    issues = []
+    v = np.asarray(values, dtype=np.float64)
+    if integral and np.abs(v - np.round(v)).max(initial=0) > 0:
+        issues.append("not integral")
+    if (v < -tol).any():
+        issues.append("negative")
+    if problem.parent is None:
+        if abs(v.sum() - problem.root_total) > tol * max(1, problem.root_total):
+            issues.append("root total")
+    else:
+        gap = np.abs(v.sum(axis=0) - problem.parent)
+        if d_star is None and (gap > tol).any():
+            issues.append("parent sums")
+        if d_star is not None:
+            if gap.sum() > d_star + 1 + tol:
+                issues.append("failsafe distance above d* + 1")
+            marg = problem.free_marginal[:, problem.cells]
+            if np.abs(marg @ v.sum(axis=0) - marg @ problem.parent).max(initial=0) > tol:
+                issues.append("failsafe marginal")
+    for t, child in enumerate(problem.children):
+        if child.total is not None and abs(v[t].sum() - child.total) > tol:
+            issues.append(f"child {t} total")
+        if child.flows is not None and not flows_hold(child.flows, problem.types(), v[t], tol):
+            issues.append(f"child {t} group quarters")
+        for e in problem.edits if edits else ():
+            if not e.holds(_full(problem, v[t], e.coef)).all():
+                issues.append(f"child {t} edit {e.name}")
+    return Verification(not issues, issues)
+
+
+def _full(problem: NodeProblem, row: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    full = np.zeros((1, len(coef)))
+    full[0, problem.cells] = row
+    return full
+
+
+def flows_hold(flows, types: np.ndarray, hist: np.ndarray, tol: float = 1e-6) -> bool:
+    """Whether a node histogram can route its GQ type totals through the combination network."""
+    from .implied import maxflow_extension
+
+    totals = np.array([hist[types == g].sum() for g in range(flows.n_types)])
+    allowed = flows.combos.T  # types x combinations
+    if (totals[~allowed.any(axis=1)] > tol).any():
+        return False
+    if not flows.fixed:
+        return bool((totals + tol >= flows.lower.sum(axis=0)).all())
+    if not np.allclose(totals, np.round(totals), atol=tol):
+        return _fractional_flows_hold(flows, totals, tol)
+    check = maxflow_extension(np.round(totals).astype(np.int64), flows.population, allowed, lower=flows.lower.T)
+    return bool(check.extendable)
+
+
+def _fractional_flows_hold(flows, totals: np.ndarray, tol: float) -> bool:
+    """The same routing question for fractional (L2) type totals: an LP whose least total
+    violation must vanish (up to the solver tolerance)."""
+    from scipy.optimize import linprog
+
+    arcs = flows.arcs()
+    n_rows = flows.n_types + len(flows.combos)
+    a_eq = np.zeros((n_rows, len(arcs) + 2 * n_rows))
+    for k, (g, c) in enumerate(arcs):
+        a_eq[g, k] = 1
+        a_eq[flows.n_types + c, k] = 1
+    a_eq[:, len(arcs) :] = np.hstack([np.eye(n_rows), -np.eye(n_rows)])
+    b_eq = np.concatenate([totals, flows.population])
+    cost = np.concatenate([np.zeros(len(arcs)), np.ones(2 * n_rows)])
+    bounds = [(float(flows.lower[c, g]), None) for g, c in arcs] + [(0, None)] * (2 * n_rows)
+    res = linprog(cost, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs")
+    return res.status == 0 and res.fun <= tol * max(1.0, float(totals.sum()))

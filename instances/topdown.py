@@ -1,0 +1,218 @@
+"""Synthetic census person data for TopDown (project-defined, spec section 5 "[X]").
+
+The paper evaluates nothing, and real block data are not reachable here, so the generator
+draws persons over a configurable geography with a PL94-like schema (hhgq 8 x votingage 2
+x hispanic 2 x cenrace): heavy-tailed block populations with many empty blocks, random
+group-quarters facilities (occupied facilities give the GQ lower bounds), households with
+one to three adults and at most four children per adult.  Its public knowledge is the
+2018 End-to-End kind: state populations invariant (block totals optionally), GQ facts per
+block, the structural zeros of GQs with a minimum age, and one edit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.noise import make_rng
+from dpmodels.topdown.data import (
+    GQ_TYPES,
+    Edit,
+    GQKnowledge,
+    PublicKnowledge,
+    Schema,
+    TopDownData,
+    geography_from_geocodes,
+    pl94_schema,
+)
+
+from . import register_generator
+
+__all__ = ["synthetic_census", "PRESETS", "adult_only_zeros", "children_per_adult_edit", "records", "from_csv"]
+
+#: Fan-outs (states, counties per state, tracts per county, block groups per tract, blocks per block group).
+PRESETS = {
+    "tiny": (2, 2, 2, 1, 3),
+    "small": (2, 3, 3, 2, 6),
+    "county": (1, 1, 12, 3, 25),
+    "state": (1, 5, 30, 3, 30),
+}
+ADULT_ONLY_GQ = ("correctional", "nursing", "college housing", "military")
+
+
+def adult_only_zeros(schema: Schema) -> np.ndarray:
+    """Structural zeros: persons under 18 in GQ types with a minimum age (spec 1.5 item 2)."""
+    gq = schema.cell_values("hhgq")
+    va = schema.cell_values("votingage")
+    adult_only = np.isin(np.asarray(schema.attribute("hhgq").values)[gq], ADULT_ONLY_GQ)
+    return np.flatnonzero(adult_only & (va == 0))
+
+
+def children_per_adult_edit(schema: Schema) -> Edit:
+    """``4 x adults in households - children in households >= 0`` (a project-defined edit in
+    the spirit of spec 1.5 items 4-6; its coefficient 4 breaks total unimodularity)."""
+    gq = schema.cell_values("hhgq")
+    va = schema.cell_values("votingage")
+    coef = np.where(gq == 0, np.where(va == 1, 4.0, -1.0), 0.0)
+    return Edit("children per adult in households", coef, ">=")
+
+
+@register_generator(
+    "topdown/synthetic", "synthetic persons over nation/state/county/tract/block group/block, PL94-like schema"
+)
+def synthetic_census(
+    seed=0,
+    preset: str = "tiny",
+    fanout: tuple | None = None,
+    races: int = 7,
+    scale: float = 1.0,
+    mean_block_population: float = 30.0,
+    empty_share: float = 0.2,
+    gq_share: float = 0.05,
+    total_level: str = "state",
+    edits: bool = True,
+) -> TopDownData:
+    """Draw a synthetic census.  ``fanout`` overrides the preset's (states, counties, tracts,
+    block groups, blocks) counts; ``scale`` multiplies block populations; ``total_level``
+    names the deepest geography whose populations are invariant ("nation" ... "block")."""
+    rng = make_rng(seed)
+    fan = tuple(fanout) if fanout is not None else PRESETS.get(preset)
+    if fan is None or len(fan) != 5 or min(fan) < 1:
+        raise DataValidationError("fanout", f"need 5 positive fan-outs or a preset in {sorted(PRESETS)}, got {fan}")
+    if not 0 <= empty_share < 1 or not 0 <= gq_share <= 1 or scale <= 0:
+        raise DataValidationError("shares", "need 0 <= empty_share < 1, 0 <= gq_share <= 1 and scale > 0")
+    schema = pl94_schema(races)
+    codes = _block_geocodes(fan)
+    geography = geography_from_geocodes(codes)
+    block_rows = {geography.names[i]: k for k, i in enumerate(geography.leaves)}
+    n_blocks = len(codes)
+    pop = np.where(
+        rng.random(n_blocks) < empty_share,
+        0,
+        np.ceil(rng.lognormal(np.log(mean_block_population * scale) - 0.5, 1.0, n_blocks)),
+    ).astype(int)
+    race_p = _race_profile(races)
+    counts = sp.lil_matrix((n_blocks, schema.size), dtype=np.int64)
+    present = np.zeros((n_blocks, len(GQ_TYPES)), dtype=bool)
+    lower = np.zeros((n_blocks, len(GQ_TYPES)), dtype=np.int64)
+    for code, size in zip(codes, pop, strict=True):
+        row = block_rows[code]
+        cells, facilities = _block_persons(rng, schema, int(size), gq_share, race_p)
+        for g, n_fac in facilities.items():
+            present[row, g] = True
+            lower[row, g] = n_fac if g else 0
+        if cells.size:
+            uniq, num = np.unique(cells, return_counts=True)
+            counts[row, uniq] = num
+    counts = counts.tocsr()
+    gq = GQKnowledge(schema.cell_values("hhgq"), GQ_TYPES, present, lower)
+    level = {"nation": 1, "state": 2, "county": 3, "tract": 4, "block group": 5, "block": 6}.get(total_level)
+    if level is None:
+        raise DataValidationError(
+            "total_level", f"must be nation/state/county/tract/block group/block, got {total_level!r}"
+        )
+    totals = _region_totals(geography, counts)
+    knowledge = PublicKnowledge(
+        totals, level, gq, adult_only_zeros(schema), (children_per_adult_edit(schema),) if edits else ()
+    )
+    return TopDownData(
+        schema, geography, counts, knowledge, name=f"synthetic({preset if fanout is None else fan}, seed={seed})"
+    )
+
+
+def _block_geocodes(fan: tuple) -> list[str]:
+    states, counties, tracts, groups, blocks = fan
+    if groups > 9 or blocks > 999:
+        raise DataValidationError("fanout", "at most 9 block groups per tract and 999 blocks per block group")
+    return [
+        f"{s + 1:02d}{c + 1:03d}{t + 1:06d}{g + 1}{b:03d}"
+        for s in range(states)
+        for c in range(counties)
+        for t in range(tracts)
+        for g in range(groups)
+        for b in range(blocks)
+    ]
+
+
+def _race_profile(races: int) -> np.ndarray:
+    p = 1.0 / np.arange(1, races + 1) ** 1.6
+    return p / p.sum()
+
+
+def _block_persons(rng, schema: Schema, size: int, gq_share: float, race_p: np.ndarray):
+    """Cells of the persons of one block and its occupied facilities per GQ type."""
+    gq_types, va, facilities = [], [], {}
+    remaining = size
+    if size and rng.random() < gq_share:
+        g = int(rng.integers(1, len(GQ_TYPES)))
+        n_fac = int(rng.integers(1, 3))
+        occupants = min(remaining, max(n_fac, int(rng.lognormal(3.0, 0.8))))
+        if occupants >= n_fac:
+            facilities[g] = n_fac
+            adult_only = GQ_TYPES[g] in ADULT_ONLY_GQ
+            va += list(np.ones(occupants, int) if adult_only else (rng.random(occupants) < 0.3).astype(int))
+            gq_types += [g] * occupants
+            remaining -= occupants
+    while remaining > 0:  # households: 1-3 adults, at most 4 children per adult
+        adults = min(remaining, int(rng.integers(1, 4)))
+        kids = min(remaining - adults, int(rng.integers(0, 4 * adults + 1)) if rng.random() < 0.4 else 0)
+        va += [1] * adults + [0] * kids
+        gq_types += [0] * (adults + kids)
+        remaining -= adults + kids
+    if 0 in gq_types:
+        facilities[0] = 0  # households present, no lower bound (occupancy is not invariant)
+    n = len(gq_types)
+    if n == 0:
+        return np.empty(0, dtype=np.int64), facilities
+    hisp = (rng.random(n) < 0.18).astype(int)
+    race = rng.choice(len(race_p), size=n, p=race_p)
+    cells = np.ravel_multi_index((np.array(gq_types), np.array(va), hisp, race), schema.shape)
+    return cells.astype(np.int64), facilities
+
+
+def _region_totals(geography, counts: sp.csr_matrix) -> np.ndarray:
+    leaf_totals = np.asarray(counts.sum(axis=1)).ravel()
+    return geography.aggregate(leaf_totals.astype(np.int64))
+
+
+def records(data: TopDownData, leaf_counts: sp.spmatrix | None = None) -> pd.DataFrame:
+    """Microdata: one row per person (block geocode and attribute labels) from leaf histograms."""
+    counts = sp.coo_matrix(data.leaf_counts if leaf_counts is None else leaf_counts)
+    if counts.nnz and (counts.data < 0).any():
+        raise DataValidationError("leaf_counts", "negative counts cannot be turned into records")
+    rows = np.repeat(counts.row, counts.data.astype(np.int64))
+    cells = np.repeat(counts.col, counts.data.astype(np.int64))
+    frame = data.schema.cells_frame().iloc[cells].reset_index(drop=True)
+    frame.insert(0, "geocode", np.asarray(data.geography.names)[data.geography.leaves[rows]])
+    return frame
+
+
+def from_csv(persons: str | Path, races: int = 63, total_level: str = "state") -> TopDownData:
+    """Load person records (``geocode`` plus one column per PL94 attribute, value labels).
+
+    The public knowledge is the population invariant down to ``total_level``; GQ facts,
+    zeros and edits are not in the file.
+    """
+    frame = pd.read_csv(persons, dtype=str)
+    schema = pl94_schema(races)
+    missing = sorted({"geocode", *schema.names} - set(frame.columns))
+    if missing:
+        raise DataValidationError(str(persons), f"missing columns {missing}")
+    geography = geography_from_geocodes(frame["geocode"])
+    positions = []
+    for attr in schema.attributes:
+        bad = sorted(set(frame[attr.name]) - set(attr.values))
+        if bad:
+            raise DataValidationError(str(persons), f"column {attr.name!r} has unknown values {bad[:5]}")
+        positions.append(frame[attr.name].map({v: i for i, v in enumerate(attr.values)}).to_numpy())
+    cells = np.ravel_multi_index(positions, schema.shape)
+    leaf_row = {geography.names[i]: k for k, i in enumerate(geography.leaves)}
+    rows = frame["geocode"].map(leaf_row).to_numpy()
+    counts = sp.csr_matrix((np.ones(len(frame), np.int64), (rows, cells)), shape=(len(leaf_row), schema.size))
+    level = {"nation": 1, "state": 2, "county": 3, "tract": 4, "block group": 5, "block": 6}[total_level]
+    knowledge = PublicKnowledge(_region_totals(geography, counts), level)
+    return TopDownData(schema, geography, counts, knowledge, name=Path(persons).stem)
