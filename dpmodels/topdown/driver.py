@@ -102,11 +102,12 @@ def topdown(
     knowledge: PublicKnowledge,
     schema: Schema,
     geography: Hierarchy,
-    options: NodeOptions = NodeOptions(),
+    options: NodeOptions | None = None,
     executor=None,
     progress: bool = False,
 ) -> TopDownResult:
     """Post-process the noisy measurements into integer histograms for every region."""
+    options = options or NodeOptions()
     mats = {q.name: q.matrix.tocsr() for q in measurements.strategy.queries}
     identity = _identity_flags(measurements, schema.size)
     marg = free_marginal(schema, knowledge)

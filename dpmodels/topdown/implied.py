@@ -515,13 +515,7 @@ def fme_project(constraints, keep, *, names: Sequence[str] | None = None, prune:
             pending.append(var)
     eq, ge = _drop_constant_rows(eq, ge)
     while pending:
-        # eliminate first the variable that creates the fewest new rows
-        def cost(v):
-            pos = sum(a[v] > 1e-12 for a, _ in ge)
-            neg = sum(a[v] < -1e-12 for a, _ in ge)
-            return pos * neg - pos - neg
-
-        var = min(pending, key=cost)
+        var = min(pending, key=lambda v, rows=ge: _fme_cost(rows, v))  # fewest new rows first
         pending.remove(var)
         ge = _fme_step(ge, var, n)
         eq, ge = _drop_constant_rows(eq, ge)
@@ -531,6 +525,13 @@ def fme_project(constraints, keep, *, names: Sequence[str] | None = None, prune:
     eq = [(a[cols], b) for a, b in eq]
     ge = [(a[cols], b) for a, b in ge]
     return Projection(keep_idx, tuple(names[j] for j in cols) if names else (), _tidy(eq, ge, len(cols), prune))
+
+
+def _fme_cost(ge, var: int) -> int:
+    """Net number of rows created by eliminating ``var`` (positive x negative minus both)."""
+    pos = sum(a[var] > 1e-12 for a, _ in ge)
+    neg = sum(a[var] < -1e-12 for a, _ in ge)
+    return pos * neg - pos - neg
 
 
 def _drop_constant_rows(eq, ge):
@@ -760,11 +761,13 @@ def extend_to_leaves(node_histogram, flow_data: FlowData, gq: GQKnowledge, leaf_
 
     ``node_histogram`` is the node's integer histogram over ``gq``'s cells; ``leaf_positions``
     the rows of ``gq.present``/``gq.lower`` of the leaves below the node; ``leaf_totals`` their
-    populations ``N_l`` (or None when they are not invariant: then only the lower bounds bind
-    at the leaves).  ``flow_data`` must be the leaf-level combination network of the node
-    (``PublicKnowledge.flow_data`` when the leaves are the total-invariant units, or when the
-    node lies below the invariant level); ``flows`` optionally gives ``F`` (types x combos),
-    otherwise it is derived by a max flow (:func:`maxflow_extension` on types -> combinations).
+    populations ``N_l``, enforced exactly when given (None when they are not invariant: then
+    only the supports and lower bounds bind at the leaves).  ``flow_data`` must be the
+    leaf-level combination network of the node: ``PublicKnowledge.flow_data`` when the leaves
+    are the total-invariant units, or when the node lies below the invariant level; a network
+    over larger units (e.g. states, spec 8 item 8) is refused, because the unit totals are not
+    arguments here.  ``flows`` optionally gives ``F`` (types x combos); otherwise it is derived
+    by a max flow (:func:`maxflow_extension` on types -> combinations).
 
     Steps (the proof of Theorems 4-7): reserve ``a_{g,l}`` persons of type g in each leaf, route
     the excess ``F_{g,c} - f_{g,c}`` of each combination over its leaves (northwest corner,
@@ -776,8 +779,10 @@ def extend_to_leaves(node_histogram, flow_data: FlowData, gq: GQKnowledge, leaf_
     n_types, n_cells = gq.n_types, len(gq.cell_type)
     hist = _int_array(node_histogram, "node_histogram", shape=(n_cells,))
     pos = _int_array(leaf_positions, "leaf_positions")
-    if pos.ndim != 1 or not len(pos) or pos.max() >= gq.present.shape[0]:
-        raise DataValidationError("leaf_positions", f"must be a nonempty vector of leaf rows < {gq.present.shape[0]}")
+    if pos.ndim != 1 or not len(pos) or pos.max() >= gq.present.shape[0] or len(np.unique(pos)) != len(pos):
+        raise DataValidationError(
+            "leaf_positions", f"must be a nonempty vector of distinct leaf rows < {gq.present.shape[0]}"
+        )
     present, a = gq.present[pos], gq.lower[pos].astype(np.int64)
     totals = None if leaf_totals is None else _int_array(leaf_totals, "leaf_totals", shape=(len(pos),))
     if totals is not None and (totals < a.sum(axis=1)).any():

@@ -166,8 +166,9 @@ def _require(res, what: str) -> None:
 
 
 # ---------------------------------------------------------------------- the chain
-def solve_node(problem: NodeProblem, opts: NodeOptions = NodeOptions()) -> NodeSolution:
+def solve_node(problem: NodeProblem, opts: NodeOptions | None = None) -> NodeSolution:
     """L2 then L1 for the children of one node, escalating full -> no edits -> failsafe."""
+    opts = opts or NodeOptions()
     edit_modes = [True, False] if (opts.edits and problem.edits) else [False]
     log: list[dict] = []
     hstar, used = None, None
