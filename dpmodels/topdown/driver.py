@@ -54,7 +54,7 @@ class TopDownResult:
             return pd.DataFrame()
         l1 = log[log.stage == "L1"]
         out = log.groupby("level").agg(nodes=("node", "nunique"))
-        for method in ("lp-integral", "mip", "flow", "failsafe", "one child", "zero parent"):
+        for method in ("lp-integral", "mip", "flow", "already integral", "failsafe", "one child", "zero parent"):
             out[method] = l1[l1.method == method].groupby("level")["node"].nunique()
         out["seconds"] = pd.Series(self.level_seconds)
         return out.fillna(0)

@@ -60,10 +60,12 @@ def _solve_l2(problem: NodeProblem, opts: NodeOptions, edits: bool) -> tuple[np.
     if backend == "auto":
         backend = "topdown_tree_l2" if _tree_ok(problem, edits) else "clarabel"
     model = build_l2(problem, weights=opts.weights, edits=edits)
+    objective = None
     try:
         res = solve(model, backend, time_limit=opts.time_limit)
         status = res.termination_condition.name
         values = histogram_values(model) if res.termination_condition == OK else None
+        objective = res.incumbent_objective
     except Exception as err:  # a backend failure is a failed solve, to be escalated
         status, values = f"error: {type(err).__name__}: {err}"[:200], None
     if values is not None and not verify_children(problem, values, integral=False, edits=edits).ok:
@@ -73,6 +75,7 @@ def _solve_l2(problem: NodeProblem, opts: NodeOptions, edits: bool) -> tuple[np.
         "edits": edits,
         "method": backend,
         "status": status,
+        "objective": objective,
         "seconds": time.perf_counter() - tick,
     }
 
@@ -99,18 +102,22 @@ def _solve_l1(
         values, method, status, cert = None, opts.l1, f"error: {type(err).__name__}: {err}"[:200], None
     if values is not None and not verify_children(problem, values, integral=True, edits=edits).ok:
         values, status = None, "verification failed"
-    record.update(method=method, status=status, certificate=cert, seconds=time.perf_counter() - tick)
+    distance = float(np.abs(values - hstar).sum()) if values is not None else None  # ||H - H*||_1
+    record.update(method=method, status=status, certificate=cert, objective=distance,
+                  seconds=time.perf_counter() - tick)
     return values, record
 
 
 def _round(problem, hstar, opts, edits):
-    if opts.l1 == "topdown_flow" and not (edits and problem.edits):
-        model = build_l1(problem, hstar, relax=True, objective=opts.objective, edits=edits)
-        res = solve(model, "topdown_flow")
-        return histogram_values(model), "flow", res.termination_condition.name, None
+    """The rounding of one node: trivial, min-cost flow, LP-integral (certificate) or MIP."""
     if opts.l1 not in ("highs", "topdown_flow"):
         raise DataValidationError("l1", f"must be 'highs' or 'topdown_flow', got {opts.l1!r}")
     lp = build_l1(problem, hstar, relax=True, objective=opts.objective, edits=edits)
+    if len(lp.y) == 0:  # every cell's floors already meet its parent: nothing left to round
+        return np.round(histogram_values(lp)).astype(np.int64), "already integral", "trivial", None
+    if opts.l1 == "topdown_flow" and not (edits and problem.edits):
+        res = solve(lp, "topdown_flow")
+        return np.round(histogram_values(lp)).astype(np.int64), "flow", res.termination_condition.name, None
     cert = tum_certificate(lp).holds
     if cert:
         res = solve(lp, "highs", time_limit=opts.time_limit, options={"solver": "simplex"})

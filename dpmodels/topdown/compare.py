@@ -1,0 +1,439 @@
+"""The TopDown evaluation harness (spec section 5, *project-defined*: the paper has no experiments).
+
+``compare_topdown`` runs TopDown post-processing configurations on one instance for every
+epsilon and run.  A *configuration* is a named :class:`~dpmodels.topdown.solve.NodeOptions`.
+Each ``(epsilon, run)`` pair is one task for the ``executor`` (serial, process pool, Dask): it
+measures **once** and post-processes the same noisy answers with every configuration, so
+configurations are compared on paired noise.  Every row of the result is one
+``(config, epsilon, run, level)`` with the metrics of spec 5:
+
+* ``L1 error``: ``sum over the level's nodes of sum_x |released - true|``;
+* ``workload MAE``: mean absolute error of the strategy's marginals (pooled over their rows and
+  the level's nodes), plus one ``MAE <query>`` column per measured query set;
+* ``total error/node`` (mean) and ``max total error``: error of the node populations, 0 at
+  the invariant levels;
+* how the solves that released the level were obtained (final L1 step per parent, from
+  ``result.log``): ``lp-integral``, ``mip``, ``flow``, ``failsafe``, the shortcuts ``one child``
+  and ``zero parent``, and ``edit fallbacks`` (parents whose solve dropped the edits);
+* ``d* max`` / ``d* sum`` of the failsafe solves (NaN when there were none);
+* ``seconds`` (wall time of the level, ``result.level_seconds``), ``L2 seconds`` and ``L1 seconds``
+  (summed over solves) and ``max solve seconds`` (slowest parent);
+* ``edit-violating nodes``: nodes of the level whose histogram breaks an edit, counted for every
+  configuration (expected > 0 only for configurations that drop the edits);
+* ``check: <name>``: the run's violation counts ``result.checks`` (per run, repeated on every
+  level row of the run; all must be 0, spec 5);
+* ``noise digest``: a hash of the run's noisy measurements (identical across configurations).
+
+``summary_table`` averages the runs; ``plot_topdown`` draws error and time per level.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.executors import map_tasks
+from dpmodels.core.noise import as_epsilon
+
+from .data import TopDownData
+from .driver import TopDownResult, free_marginal, topdown
+from .mechanism import Measurements, Strategy, default_strategy, measure
+from .models import ChildSpec, NodeProblem, WeightedQuery
+from .solve import NodeOptions
+
+__all__ = [
+    "CONFIGS",
+    "CONFIG_ALIASES",
+    "DEFAULT_CONFIGS",
+    "resolve_configs",
+    "compare_topdown",
+    "level_metrics",
+    "node_problem",
+    "summary_table",
+    "format_summary",
+    "violation_counts",
+    "plot_topdown",
+]
+
+#: Named post-processing configurations.  The flow rounder cannot carry an edit row (the edit of
+#: the synthetic data has coefficient 4, not a network row), and ``NodeOptions(l1="topdown_flow")``
+#: with edits silently uses the LP-first HiGHS path instead; so the flow configuration drops the
+#: edits, and "no edits" is its LP-first twin (same L1 problem, two backends).
+CONFIGS: dict[str, NodeOptions] = {
+    "L2 clarabel + LP-first highs": NodeOptions(l2="clarabel", l1="highs", edits=True),
+    "L2 clarabel + flow rounder": NodeOptions(l2="clarabel", l1="topdown_flow", edits=False),
+    "no edits": NodeOptions(l2="clarabel", l1="highs", edits=False),
+    "L2 highs + LP-first highs": NodeOptions(l2="highs", l1="highs", edits=True),
+    "auto": NodeOptions(),
+    "paper weights": NodeOptions(l2="clarabel", l1="highs", weights="paper"),
+    "paper objective": NodeOptions(l2="clarabel", l1="highs", objective="paper"),
+}
+DEFAULT_CONFIGS = ("L2 clarabel + LP-first highs", "L2 clarabel + flow rounder", "no edits")
+#: Short names for the command line.
+CONFIG_ALIASES = {
+    "lp-first": "L2 clarabel + LP-first highs",
+    "flow": "L2 clarabel + flow rounder",
+    "no-edits": "no edits",
+    "l2-highs": "L2 highs + LP-first highs",
+    "paper-weights": "paper weights",
+    "paper-objective": "paper objective",
+}
+_METHODS = ("lp-integral", "mip", "flow", "failsafe", "one child", "zero parent")
+
+
+def resolve_configs(configs: Sequence[str] | Mapping[str, NodeOptions] | None = None) -> dict[str, NodeOptions]:
+    """``{name: NodeOptions}`` from names/aliases of :data:`CONFIGS`, or a mapping given as is."""
+    if configs is None:
+        configs = DEFAULT_CONFIGS
+    if isinstance(configs, Mapping):
+        out = dict(configs)
+        bad = [k for k, v in out.items() if not isinstance(v, NodeOptions)]
+        if bad:
+            raise DataValidationError("configs", f"values must be NodeOptions; not for {bad}")
+    else:
+        if isinstance(configs, str):
+            configs = [configs]
+        out = {}
+        for name in configs:
+            full = CONFIG_ALIASES.get(name, name)
+            if full not in CONFIGS:
+                known = sorted(CONFIGS) + sorted(CONFIG_ALIASES)
+                raise DataValidationError("configs", f"unknown configuration {name!r}; choose from {known}")
+            out[full] = CONFIGS[full]
+    if not out:
+        raise DataValidationError("configs", "need at least one configuration")
+    for name, opts in out.items():
+        if opts.l2 not in ("auto", "clarabel", "highs", "topdown_tree_l2"):
+            raise DataValidationError(f"configs[{name!r}].l2", f"unknown backend {opts.l2!r}")
+        if opts.l1 not in ("highs", "topdown_flow"):
+            raise DataValidationError(f"configs[{name!r}].l1", f"must be 'highs' or 'topdown_flow', got {opts.l1!r}")
+    return out
+
+
+# ---------------------------------------------------------------------- the harness
+def compare_topdown(
+    data: TopDownData,
+    epsilons: Sequence = (0.5, 1, 2, 4),
+    runs: int = 3,
+    configs: Sequence[str] | Mapping[str, NodeOptions] | None = None,
+    seed: int = 0,
+    executor=None,
+    progress: bool = False,
+    strategy: Strategy | None = None,
+    level_shares=None,
+    noise: str = "geometric",
+) -> pd.DataFrame:
+    """One row per ``(config, epsilon, run, level)`` with the spec-5 metrics (module docstring).
+
+    ``configs`` are names of :data:`CONFIGS` (or aliases) or a ``{name: NodeOptions}`` mapping;
+    the default is :data:`DEFAULT_CONFIGS`.  ``seed`` fixes the noise of every ``(epsilon, run)``.
+    """
+    configs = resolve_configs(configs)
+    if isinstance(runs, bool) or not isinstance(runs, int | np.integer) or int(runs) < 1:
+        raise DataValidationError("runs", f"must be an integer >= 1, got {runs!r}")
+    runs = int(runs)
+    eps_list = [as_epsilon(e) for e in epsilons]
+    if not eps_list:
+        raise DataValidationError("epsilons", "need at least one epsilon")
+    strategy = strategy or default_strategy(data.schema)
+    seeds = np.random.SeedSequence(seed).spawn(len(eps_list) * runs)
+    tasks = [
+        (data, configs, eps, run, seeds[i * runs + run], strategy, level_shares, noise)
+        for i, eps in enumerate(eps_list)
+        for run in range(runs)
+    ]
+    rows = map_tasks(_run_task, tasks, executor=executor, progress=progress, desc="TopDown runs")
+    frame = pd.DataFrame([row for group in rows for row in group])
+    check_cols = sorted(c for c in frame.columns if c.startswith("check: "))
+    rest = [c for c in frame.columns if c not in check_cols]
+    return frame[rest + check_cols]
+
+
+def _run_task(task) -> list[dict]:
+    """Every configuration on one ``(epsilon, run)``: one measurement, post-processed per config."""
+    data, configs, eps, run, seed_seq, strategy, level_shares, noise = task
+    measurements = measure(data, eps, strategy, level_shares, noise, rng=np.random.default_rng(seed_seq))
+    digest = measurement_digest(measurements)
+    rows = []
+    for name, opts in configs.items():
+        result = topdown(measurements, data.knowledge, data.schema, data.geography, opts)
+        for row in level_metrics(data, result, measurements.strategy):
+            rows.append(
+                {
+                    "config": name,
+                    "epsilon": float(eps),
+                    "run": run,
+                    **row,
+                    "noise digest": digest,
+                    **{f"check: {k}": v for k, v in result.checks.items()},
+                }
+            )
+    return rows
+
+
+def measurement_digest(measurements: Measurements) -> str:
+    """A short hash of every noisy answer (equal digests = the same noise draw)."""
+    h = hashlib.sha1()
+    for node in measurements.by_node:
+        for meas in node:
+            h.update(meas.query.encode())
+            h.update(np.ascontiguousarray(meas.values, dtype=np.float64).tobytes())
+    return h.hexdigest()[:16]
+
+
+def level_metrics(data: TopDownData, result: TopDownResult, strategy: Strategy | None = None) -> list[dict]:
+    """The per-level metrics of one TopDown release (one dict per level, level 1 = the root)."""
+    strategy = strategy or default_strategy(data.schema)
+    geo = data.geography
+    truth = data.node_histograms_all().toarray().astype(np.float64)
+    released = sp.csr_matrix(result.node_counts).toarray().astype(np.float64)
+    true_tot, rel_tot = truth.sum(axis=1), released.sum(axis=1)
+    marginals = [q for q in strategy.queries if not _is_identity(q.matrix, data.schema.size)]
+    log = result.log
+    edits = data.knowledge.edits
+    out = []
+    for level in range(1, geo.n_levels + 1):
+        sl = geo.level_slice(level)
+        t, r = truth[sl], released[sl]
+        row = {
+            "level": level,
+            "nodes": sl.stop - sl.start,
+            "invariant totals": level <= data.knowledge.total_level,
+            "population": float(true_tot[sl].sum()),
+            "L1 error": float(np.abs(r - t).sum()),
+        }
+        abs_err = []
+        for q in strategy.queries:
+            err = np.abs((r - t) @ q.matrix.T)
+            row[f"MAE {q.name}"] = float(err.mean()) if err.size else 0.0
+            if any(q is m for m in marginals):
+                abs_err.append(np.asarray(err).ravel())
+        pooled = np.concatenate(abs_err) if abs_err else np.empty(0)
+        row["workload MAE"] = float(pooled.mean()) if pooled.size else np.nan
+        terr = np.abs(rel_tot[sl] - true_tot[sl])
+        row["total error/node"] = float(terr.mean())
+        row["max total error"] = float(terr.max(initial=0))
+        row.update(_log_metrics(log, level))
+        row["seconds"] = float(result.level_seconds.get(level, np.nan))
+        row["edit-violating nodes"] = int(sum((~e.holds(r)).sum() for e in edits)) if edits else 0
+        out.append(row)
+    return out
+
+
+def _is_identity(matrix, n: int) -> bool:
+    a = sp.csr_matrix(matrix)
+    return a.shape == (n, n) and a.nnz == n and bool((a.diagonal() == 1).all())
+
+
+def _log_metrics(log: pd.DataFrame, level: int) -> dict:
+    """Solve counts, d* and solve times of the parents that released ``level``."""
+    out = {m: 0 for m in _METHODS}
+    out.update(
+        {
+            "solves": 0,
+            "edit fallbacks": 0,
+            "d* max": np.nan,
+            "d* sum": np.nan,
+            "L2 seconds": 0.0,
+            "L1 seconds": 0.0,
+            "max solve seconds": 0.0,
+        }
+    )
+    if log.empty:
+        return out
+    rows = log[log["level"] == level]
+    if rows.empty:
+        return out
+    for node, steps in rows.groupby("node", sort=False):
+        l1 = steps[steps["stage"] == "L1"]
+        final = l1["method"].iloc[-1] if len(l1) else "none"
+        if final in out:
+            out[final] += 1
+        if final not in ("one child", "zero parent"):
+            out["solves"] += 1
+            edits_used = steps["edits"].astype(bool)
+            if edits_used.any() and not edits_used.iloc[-1]:
+                out["edit fallbacks"] += 1
+    if "d_star" in rows:
+        d = rows["d_star"].dropna().to_numpy(dtype=float)
+        if d.size:
+            out["d* max"], out["d* sum"] = float(d.max()), float(d.sum())
+    secs = rows["seconds"].astype(float)
+    out["L2 seconds"] = float(secs[rows["stage"] == "L2"].sum())
+    out["L1 seconds"] = float(secs[rows["stage"] == "L1"].sum())
+    out["max solve seconds"] = float(secs.groupby(rows["node"]).sum().max())
+    return out
+
+
+# ---------------------------------------------------------------------- one solve, for inspection
+def node_problem(
+    data: TopDownData, measurements: Measurements, node: int = 0, parent: np.ndarray | None = None
+) -> NodeProblem:
+    """The :class:`NodeProblem` TopDown solves at ``node``: the root solve for ``node=0`` (its
+    total is public), else the solve of ``node``'s children given the released ``parent``
+    histogram (a full-length vector over the schema's cells), as the driver builds it.  Only
+    noisy answers and public knowledge go in."""
+    geo, kn, schema = data.geography, data.knowledge, data.schema
+    zeros = np.zeros(schema.size, dtype=bool)
+    zeros[np.asarray(kn.structural_zeros, dtype=np.int64)] = True
+    mats = {q.name: q.matrix.tocsr() for q in measurements.strategy.queries}
+    common = {
+        "cell_type": None if kn.gq is None else kn.gq.cell_type,
+        "edits": kn.edits,
+        "free_marginal": free_marginal(schema, kn),
+    }
+
+    def spec(r: int, cells: np.ndarray) -> ChildSpec:
+        queries = []
+        for meas in measurements.by_node[r]:
+            sub = mats[meas.query][:, cells]
+            rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+            ident = _is_identity(mats[meas.query], schema.size)
+            queries.append(WeightedQuery(meas.query, sub[rows], meas.values[rows], 1.0 / meas.variance, ident))
+        return ChildSpec(r, queries, kn.invariant_total(geo, r), kn.flow_data(geo, r))
+
+    if node == 0:
+        cells = np.flatnonzero(~zeros)
+        return NodeProblem(cells, [spec(0, cells)], root_total=int(kn.node_totals[0]), **common)
+    if parent is None:
+        raise DataValidationError("parent", "a child solve needs the released histogram of its parent")
+    parent = np.asarray(parent).ravel()
+    if len(parent) != schema.size:
+        raise DataValidationError("parent", f"needs one count per cell ({schema.size}), got {len(parent)}")
+    kids = geo.children(node)
+    if len(kids) == 0:
+        raise DataValidationError("node", f"{geo.names[node]!r} is a leaf: it has no children to solve")
+    cells = np.flatnonzero(parent > 0)
+    return NodeProblem(cells, [spec(int(c), cells) for c in kids], parent=parent[cells], **common)
+
+
+# ---------------------------------------------------------------------- summaries
+_SHOWN = (
+    "L1 error",
+    "workload MAE",
+    "total error/node",
+    "solves",
+    "lp-integral",
+    "mip",
+    "flow",
+    "failsafe",
+    "one child",
+    "zero parent",
+    "edit fallbacks",
+    "d* max",
+    "seconds",
+)
+
+
+def summary_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Means over the runs per ``(config, epsilon, level)`` of every numeric metric, plus ``runs``."""
+    if df.empty:
+        return pd.DataFrame()
+    keys = ["config", "epsilon", "level"]
+    numeric = [c for c in df.columns if c not in keys + ["run"] and pd.api.types.is_numeric_dtype(df[c])]
+    agg = df.groupby(keys, sort=False)
+    out = agg[numeric].mean()
+    out["runs"] = agg["run"].nunique()
+    order = {c: i for i, c in enumerate(dict.fromkeys(df["config"]))}
+    out = out.reset_index()
+    return out.sort_values(
+        ["config", "epsilon", "level"], key=lambda c: c.map(order) if c.name == "config" else c
+    ).reset_index(drop=True)
+
+
+def format_summary(table: pd.DataFrame) -> str:
+    """Printable summary: one line per ``(config, epsilon, level)`` with the main metrics."""
+    cols = ["config", "epsilon", "level"] + [c for c in _SHOWN if c in table.columns]
+    shown = table[cols].copy()
+    for col in ("L1 error", "total error/node"):
+        shown[col] = shown[col].map(lambda v: f"{v:,.1f}")
+    shown["workload MAE"] = shown["workload MAE"].map(lambda v: f"{v:.3f}" if pd.notna(v) else "-")
+    for col in ("solves", "lp-integral", "mip", "flow", "failsafe", "one child", "zero parent", "edit fallbacks"):
+        shown[col] = shown[col].map(lambda v: f"{v:g}")
+    shown["d* max"] = shown["d* max"].map(lambda v: f"{v:g}" if pd.notna(v) else "-")
+    shown["seconds"] = shown["seconds"].map(lambda v: f"{v:.3g}")
+    shown["epsilon"] = shown["epsilon"].map(lambda v: f"{v:g}")
+    return shown.to_string(index=False)
+
+
+def violation_counts(df: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration: the ``result.checks`` violations summed over runs (``-`` = not checked,
+    e.g. edits for configurations that drop them), and the edit-violating leaves (information)."""
+    check_cols = [c for c in df.columns if c.startswith("check: ")]
+    per_run = df.drop_duplicates(["config", "epsilon", "run"])
+    out = per_run.groupby("config", sort=False)[check_cols].sum(min_count=1)
+    out.columns = [c.removeprefix("check: ") for c in out.columns]
+    leaves = df[df["level"] == df["level"].max()]
+    out["edit-violating leaves (info)"] = leaves.groupby("config", sort=False)["edit-violating nodes"].sum()
+    out["runs"] = per_run.groupby("config", sort=False).size()
+    return out
+
+
+_STYLES = (
+    {"marker": "o", "linestyle": "-"},
+    {"marker": "s", "linestyle": "--"},
+    {"marker": "^", "linestyle": ":"},
+    {"marker": "D", "linestyle": "-."},
+)
+
+
+def _epsilon_ticks(ax, epsilons) -> None:
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    ax.xaxis.set_major_locator(FixedLocator(epsilons))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([f"{e:g}" for e in epsilons])
+
+
+def plot_topdown(df: pd.DataFrame, path: str, title: str = "") -> None:
+    """PNG: one panel per level with the mean L1 error against epsilon per configuration, the
+    mean wall time per level, and the workload MAE against epsilon (leaf level)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = summary_table(df)
+    levels = sorted(table["level"].unique())
+    n_panels = len(levels) + 2
+    ncols = min(4, n_panels)
+    nrows = -(-n_panels // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows), squeeze=False)
+    axes = axes.ravel()
+    configs = list(dict.fromkeys(table["config"]))
+    epsilons = sorted(table["epsilon"].unique())
+    styles = {name: _STYLES[k % len(_STYLES)] for k, name in enumerate(configs)}
+    for k, level in enumerate(levels):
+        ax = axes[k]
+        for name in configs:
+            g = table[(table["config"] == name) & (table["level"] == level)]
+            ax.plot(g["epsilon"], g["L1 error"].clip(lower=1e-1), label=name, **styles[name])
+        ax.set(xscale="log", yscale="log", xlabel="epsilon", ylabel="L1 error (sum over nodes)")
+        ax.set_title(f"level {level}" + (" (invariant totals)" if g["invariant totals"].all() else ""))
+        _epsilon_ticks(ax, epsilons)
+    ax = axes[len(levels)]
+    width = 0.8 / max(len(configs), 1)
+    for j, name in enumerate(configs):
+        g = table[table["config"] == name].groupby("level")["seconds"].mean()
+        ax.bar(np.asarray(g.index) + (j - (len(configs) - 1) / 2) * width, g.to_numpy(), width, label=name)
+    ax.set(xlabel="level", ylabel="seconds (mean over epsilon, runs)", title="wall time per level", xticks=levels)
+    ax = axes[len(levels) + 1]
+    leaf = table[table["level"] == levels[-1]]
+    for name in configs:
+        g = leaf[leaf["config"] == name]
+        ax.plot(g["epsilon"], g["workload MAE"], label=name, **styles[name])
+    ax.set(xscale="log", yscale="log", xlabel="epsilon", ylabel="MAE", title=f"workload MAE, level {levels[-1]}")
+    _epsilon_ticks(ax, epsilons)
+    for ax in axes[n_panels:]:
+        ax.axis("off")
+    axes[0].legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

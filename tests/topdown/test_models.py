@@ -1,0 +1,276 @@
+"""TopDown Pyomo models and plugins against the spec's worked examples and oracles (spec 6.2-6.3)."""
+
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyomo.contrib.solver.common.factory import SolverFactory
+
+import dpmodels
+from dpmodels.core.errors import ModelStructureError
+from dpmodels.topdown.data import Edit, FlowData
+from dpmodels.topdown.models import (
+    ChildSpec,
+    NodeProblem,
+    WeightedQuery,
+    build_failsafe_l1,
+    build_failsafe_l2,
+    build_l1,
+    build_l2,
+    histogram_values,
+    split_floor,
+)
+from dpmodels.topdown.solve import flows_hold
+from dpmodels.topdown.tum import tum_certificate
+from solvers.topdown_flow import SCALE, solve_flow_rounding
+from solvers.topdown_tree import simplex_projection
+
+
+def l1_distance(model) -> float:
+    data = model._dpmodels_structure.data
+    return float(np.abs(histogram_values(model) - data["hstar"]).sum())
+
+
+def t7_problem():
+    """T7: types A (cells 0-1) and B (cells 2-4); leaf 1 {A,B} N=4, leaf 2 {B} N=5; P = 9."""
+    flows = FlowData(np.array([[True, True], [False, True]]), np.zeros((2, 2), int), np.array([4, 5]))
+    return NodeProblem(np.arange(5), [ChildSpec(0, [], flows=flows)], root_total=9, cell_type=np.array([0, 0, 1, 1, 1]))
+
+
+T7_HSTAR = np.array([[2.48, 1.47, 1.36, 1.35, 2.34]])
+
+
+# ---------------------------------------------------------------- worked examples
+@pytest.mark.parametrize("backend", ["highs", "topdown_flow"])
+def test_t6_root_largest_remainder(backend):
+    problem = NodeProblem(np.arange(4), [ChildSpec(0, [])], root_total=8)
+    m = build_l1(problem, np.array([[2.6, 1.3, 0.7, 3.4]]))
+    dpmodels.solve(m, backend)
+    np.testing.assert_array_equal(histogram_values(m), [[3, 1, 1, 3]])
+    assert l1_distance(m) == pytest.approx(1.4)
+
+
+@pytest.mark.parametrize("objective", ["l1", "paper"])
+@pytest.mark.parametrize("backend", ["highs", "topdown_flow"])
+def test_t7_flow_constraints_bind(backend, objective):
+    m = build_l1(t7_problem(), T7_HSTAR, objective=objective)
+    dpmodels.solve(m, backend)
+    np.testing.assert_array_equal(histogram_values(m), [[3, 1, 2, 1, 2]])
+    assert l1_distance(m) == pytest.approx(2.32)
+    if backend == "highs":
+        assert {k: round(pyo.value(v)) for k, v in m.F.items()} == {(0, 0, 0): 4, (0, 1, 0): 0, (0, 1, 1): 5}
+
+
+def test_t7_unconstrained_rounding_is_not_extendable():
+    """Largest remainder ignoring the flows gives [3,2,1,1,2] (L1 2.10), which breaks A <= 4."""
+    plain = NodeProblem(np.arange(5), [ChildSpec(0, [])], root_total=9)
+    m = build_l1(plain, T7_HSTAR)
+    dpmodels.solve(m, "highs")
+    np.testing.assert_array_equal(histogram_values(m), [[3, 2, 1, 1, 2]])
+    assert l1_distance(m) == pytest.approx(2.10)
+    flows = t7_problem().children[0].flows
+    assert not flows_hold(flows, np.array([0, 0, 1, 1, 1]), histogram_values(m)[0])
+    assert flows_hold(flows, np.array([0, 0, 1, 1, 1]), np.array([3, 1, 2, 1, 2]))
+
+
+@pytest.mark.parametrize("backend", ["highs", "topdown_flow"])
+def test_t8_child_parent_sums_only(backend):
+    problem = NodeProblem(np.arange(2), [ChildSpec(i, []) for i in range(3)], parent=np.array([5, 3]))
+    m = build_l1(problem, np.array([[1.5, 0.2], [2.25, 1.9], [1.25, 0.9]]))
+    dpmodels.solve(m, backend)
+    np.testing.assert_array_equal(histogram_values(m), [[2, 0], [2, 2], [1, 1]])
+    assert l1_distance(m) == pytest.approx(1.4)
+
+
+@settings(max_examples=30)
+@given(st.integers(0, 10**6))
+def test_t9_literal_box_is_fractional_corrected_box_is_integral(seed):
+    """Erratum 1: the printed box |H - H*| <= 1 has fractional LP optima; [floor, floor+1] does not."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 8))
+    hstar = rng.uniform(1, 5, n)  # bounds H* - 1 stay positive and fractional, as in the spec's check
+    hstar *= np.round(hstar.sum()) / hstar.sum()
+    total = int(round(hstar.sum()))
+    literal = pyo.ConcreteModel()
+    literal.h = pyo.Var(range(n), bounds=lambda m, i: (max(0.0, hstar[i] - 1), hstar[i] + 1))
+    literal.total = pyo.Constraint(expr=sum(literal.h.values()) == total)
+    frac = hstar - np.floor(hstar)
+    literal.obj = pyo.Objective(expr=sum(-frac[i] * (literal.h[i] - np.floor(hstar[i])) for i in range(n)))
+    SolverFactory("highs").solve(literal, solver_options={"solver": "simplex"})
+    corrected = build_l1(NodeProblem(np.arange(n), [ChildSpec(0, [])], root_total=total), hstar[None], relax=True)
+    assert tum_certificate(corrected).holds
+    SolverFactory("highs").solve(corrected, solver_options={"solver": "simplex"})
+    vals = histogram_values(corrected)
+    assert np.allclose(vals, np.round(vals), atol=1e-9)
+    lit = np.array([pyo.value(literal.h[i]) for i in range(n)])
+    if not np.allclose(frac, np.round(frac)):
+        assert not np.allclose(lit, np.round(lit), atol=1e-6)
+
+
+# ---------------------------------------------------------------- random instances
+def _random_problem(rng, child: bool, with_flows: bool, n_types=2, other=2):
+    """Children with measured detailed histograms and GQ networks built from true leaf data."""
+    n_cells = n_types * other
+    cell_type = np.repeat(np.arange(n_types), other)
+    m = int(rng.integers(2, 4)) if child else 1
+    truth = np.zeros((m, n_cells), dtype=np.int64)
+    specs = []
+    for t in range(m):
+        leaves = int(rng.integers(1, 4))
+        combos, lowers, pops = [], [], []
+        for _ in range(leaves):
+            support = rng.random(n_types) < 0.6
+            support[rng.integers(n_types)] = True
+            low = np.where(support, rng.integers(0, 3, n_types), 0)
+            leaf = np.zeros(n_cells, dtype=np.int64)
+            for g in np.flatnonzero(support):
+                cells = np.flatnonzero(cell_type == g)
+                np.add.at(leaf, rng.choice(cells, low[g] + int(rng.integers(0, 4))), 1)
+            combos.append(support)
+            lowers.append(low)
+            pops.append(leaf.sum())
+            truth[t] += leaf
+        keys, inv = np.unique(np.array(combos), axis=0, return_inverse=True)
+        f = np.zeros((len(keys), n_types), dtype=np.int64)
+        pop = np.zeros(len(keys), dtype=np.int64)
+        np.add.at(f, inv, np.array(lowers))
+        np.add.at(pop, inv, np.array(pops))
+        flows = FlowData(keys, f, pop) if with_flows else None
+        noisy = truth[t] + rng.normal(0, 1.5, n_cells)
+        specs.append([flows, noisy])
+    parent = truth.sum(axis=0)
+    cells = np.flatnonzero(parent > 0) if child else np.arange(n_cells)
+    children = [ChildSpec(t, [WeightedQuery("detailed", sp.identity(len(cells), format="csr"), noisy[cells], 1.0, True)],
+                          None if with_flows or child else int(truth[t].sum()), flows)
+                for t, (flows, noisy) in enumerate(specs)]
+    if child:
+        return NodeProblem(cells, children, parent=parent[cells], cell_type=cell_type)
+    return NodeProblem(cells, children, root_total=int(truth.sum()), cell_type=cell_type)
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 10**6), st.booleans(), st.booleans())
+def test_rounding_properties(seed, child, with_flows):
+    """Spec 6.3 items 1, 2, 3, 4, 5, 6, 7: integral, within floor+1, sums and GQ facts exact,
+    LP = MIP under the certificate, min-cost flow = LP, objective = L1 distance - sum phi."""
+    rng = np.random.default_rng(seed)
+    problem = _random_problem(rng, child, with_flows)
+    l2 = build_l2(problem)
+    dpmodels.solve(l2, "clarabel")
+    hstar = histogram_values(l2)
+    low, phi = split_floor(hstar)
+    lp = build_l1(problem, hstar, relax=True)
+    assert tum_certificate(lp).holds
+    lp_res = dpmodels.solve(lp, "highs", options={"solver": "simplex"})
+    mip = build_l1(problem, hstar)
+    mip_res = dpmodels.solve(mip, "highs")
+    flow_values, flow_obj = solve_flow_rounding(problem, hstar)
+    lp_values = histogram_values(lp)
+    assert np.allclose(lp_values, np.round(lp_values))
+    assert lp_res.incumbent_objective == pytest.approx(mip_res.incumbent_objective, abs=1e-7)
+    assert flow_obj == pytest.approx(mip_res.incumbent_objective, abs=problem.m * problem.n / SCALE + 1e-9)
+    for values in (np.round(lp_values), histogram_values(mip), flow_values):
+        assert ((values == low) | (values == low + 1)).all()
+        assert mip_res.incumbent_objective + phi.sum() == pytest.approx(np.abs(values - hstar).sum(), abs=1e-6)
+        if child:
+            np.testing.assert_array_equal(values.sum(axis=0), problem.parent)
+        else:
+            assert values.sum() == problem.root_total
+        for t, c in enumerate(problem.children):
+            if c.flows is not None:
+                assert flows_hold(c.flows, problem.types(), values[t])
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 10**6), st.integers(1, 5), st.integers(1, 6))
+def test_largest_remainder_oracle(seed, m, n):
+    """Item 8: with parent sums only, the optimum rounds up the largest fractions per cell."""
+    rng = np.random.default_rng(seed)
+    hstar = rng.uniform(0, 4, (m, n))
+    parent = np.round(hstar.sum(axis=0)).astype(int)
+    hstar *= (parent / np.maximum(hstar.sum(axis=0), 1e-9))[None]
+    problem = NodeProblem(np.arange(n), [ChildSpec(t, []) for t in range(m)], parent=parent)
+    model = build_l1(problem, hstar)
+    dpmodels.solve(model, "highs")
+    low, phi = split_floor(hstar)
+    expected = low.copy()
+    for j in range(n):
+        need = parent[j] - low[:, j].sum()
+        expected[np.argsort(-phi[:, j], kind="stable")[:need], j] += 1
+    assert np.abs(histogram_values(model) - hstar).sum() == pytest.approx(np.abs(expected - hstar).sum(), abs=1e-9)
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 10**6), st.integers(1, 6), st.integers(1, 8))
+def test_l2_tree_solver_equals_qp(seed, m, n):
+    """Item 9: identity measurements + parent sums: the closed form equals clarabel and highs."""
+    rng = np.random.default_rng(seed)
+    parent = rng.integers(1, 20, n)
+    children = [ChildSpec(t, [WeightedQuery("detailed", sp.identity(n, format="csr"), rng.normal(parent / m, 3), w,
+                                            True)]) for t, w in enumerate(rng.uniform(0.2, 2, m))]
+    problem = NodeProblem(np.arange(n), children, parent=parent)
+    values = {}
+    for backend in ("topdown_tree_l2", "clarabel", "highs"):
+        model = build_l2(problem)
+        res = dpmodels.solve(model, backend)
+        values[backend] = (histogram_values(model), res.incumbent_objective)
+    for backend in ("clarabel", "highs"):
+        assert values["topdown_tree_l2"][1] == pytest.approx(values[backend][1], rel=1e-6, abs=1e-6)
+        np.testing.assert_allclose(values["topdown_tree_l2"][0], values[backend][0], atol=1e-4)
+
+
+def test_simplex_projection_matches_the_unconstrained_formula():
+    """Without active non-negativity, equal weights give h = m + (target - sum m) / children."""
+    means = np.array([[5.0, 3.0], [6.0, 4.0], [7.0, 5.0]])
+    out = simplex_projection(means, np.ones((3, 1)), np.array([21.0, 15.0]))
+    np.testing.assert_allclose(out, means + (np.array([21.0, 15.0]) - means.sum(axis=0)) / 3)
+
+
+# ---------------------------------------------------------------- structure and refusals
+def test_component_names_and_failsafe_models():
+    rng = np.random.default_rng(3)
+    problem = _random_problem(rng, child=True, with_flows=True)
+    problem.free_marginal = sp.csr_matrix(np.ones((1, problem.cell_type.size)))
+    l2 = build_l2(problem)
+    for name in ("H", "parent_sum", "gq_def", "flow_out", "flow_in", "comb_pop", "F", "GQ", "CB"):
+        assert hasattr(l2, name), name
+    dpmodels.solve(l2, "clarabel")
+    hstar = histogram_values(l2)
+    p1 = build_failsafe_l2(problem, 1)
+    res = dpmodels.solve(p1, "highs")
+    assert res.incumbent_objective == pytest.approx(0, abs=1e-6)  # a feasible parent needs no slack
+    p2 = build_failsafe_l2(problem, 2, 0.0)
+    assert hasattr(p2, "fs_budget") and hasattr(p2, "fs_marg") and hasattr(p2, "fs_slack_pos")
+    q1 = build_failsafe_l1(problem, hstar, 1)
+    assert dpmodels.solve(q1, "highs").incumbent_objective == pytest.approx(0, abs=1e-6)
+
+
+def test_edits_break_the_certificate_and_the_flow_rounder_refuses():
+    problem = NodeProblem(np.arange(2), [ChildSpec(i, []) for i in range(3)], parent=np.array([5, 3]),
+                          edits=(Edit("e", np.array([4.0, -1.0])),))
+    hstar = np.array([[1.5, 0.2], [2.25, 1.9], [1.25, 0.9]])
+    model = build_l1(problem, hstar, relax=True)
+    cert = tum_certificate(model)
+    assert not cert.holds and "coefficient" in cert.reason
+    with pytest.raises(ModelStructureError, match="edit"):
+        dpmodels.solve(model, "topdown_flow")
+    assert dpmodels.solve(build_l1(problem, hstar, relax=True, edits=False), "topdown_flow").incumbent_objective < 0
+
+
+def test_tree_solver_refuses_flows_and_marginals():
+    rng = np.random.default_rng(5)
+    with pytest.raises(ModelStructureError, match="flow"):
+        dpmodels.solve(build_l2(_random_problem(rng, child=True, with_flows=True)), "topdown_tree_l2")
+    q = WeightedQuery("margin", sp.csr_matrix(np.ones((1, 2))), np.array([3.0]), 1.0, False)
+    problem = NodeProblem(np.arange(2), [ChildSpec(0, [q]), ChildSpec(1, [q])], parent=np.array([2, 2]))
+    with pytest.raises(ModelStructureError, match="identity"):
+        dpmodels.solve(build_l2(problem), "topdown_tree_l2")
+
+
+def test_edited_rounding_model_is_refused():
+    m = build_l1(t7_problem(), T7_HSTAR, relax=True)
+    m.extra = pyo.Constraint(expr=m.y[0, 0] == 0)
+    with pytest.raises(ModelStructureError, match="edited"):
+        dpmodels.solve(m, "topdown_flow")
