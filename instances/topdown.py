@@ -126,8 +126,12 @@ def synthetic_census(
 
 def _block_geocodes(fan: tuple) -> list[str]:
     states, counties, tracts, groups, blocks = fan
-    if groups > 9 or blocks > 999:
-        raise DataValidationError("fanout", "at most 9 block groups per tract and 999 blocks per block group")
+    if states > 99 or counties > 999 or tracts > 999_999 or groups > 9 or blocks > 999:
+        raise DataValidationError(
+            "fanout",
+            "geocodes allow at most 99 states, 999 counties, 999,999 tracts, "
+            "9 block groups and 999 blocks per block group",
+        )
     return [
         f"{s + 1:02d}{c + 1:03d}{t + 1:06d}{g + 1}{b:03d}"
         for s in range(states)

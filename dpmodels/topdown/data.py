@@ -99,10 +99,20 @@ class Schema:
         missing = set(self.names) - set(values)
         if missing:
             raise DataValidationError("cell", f"missing attributes {sorted(missing)}")
+        extra = set(values) - set(self.names)
+        if extra:
+            raise DataValidationError("cell", f"unknown attributes {sorted(extra)}")
         pos = []
         for attr in self.attributes:
             v = values[attr.name]
-            pos.append(attr.values.index(v) if isinstance(v, str) else int(v))
+            if isinstance(v, str):
+                if v not in attr.values:
+                    raise DataValidationError(f"cell {attr.name!r}", f"unknown value {v!r}")
+                pos.append(attr.values.index(v))
+            elif not 0 <= int(v) < attr.size:
+                raise DataValidationError(f"cell {attr.name!r}", f"position {v} outside 0..{attr.size - 1}")
+            else:
+                pos.append(int(v))
         return int(np.ravel_multi_index(pos, self.shape))
 
     def cells_frame(self) -> pd.DataFrame:
@@ -153,7 +163,7 @@ GEOCODE_LEVELS = (("nation", 0), ("state", 2), ("county", 5), ("tract", 11), ("b
 def parse_geocode(code: str) -> dict[str, str]:
     """Split a 15-digit block geocode into its state/county/tract/block-group/block prefixes."""
     code = str(code)
-    if len(code) != 15 or not code.isdigit():
+    if len(code) != 15 or not (code.isascii() and code.isdigit()):
         raise DataValidationError("geocode", f"must be 15 digits (state 2, county 3, tract 6, block 4), got {code!r}")
     return {name: code[:length] for name, length in GEOCODE_LEVELS[1:]}
 
@@ -243,6 +253,11 @@ class GQKnowledge:
 
     def __post_init__(self):
         n_types = len(self.type_names)
+        present = np.asarray(self.present)
+        if present.dtype != bool:
+            if not np.isin(present, (0, 1)).all():
+                raise DataValidationError("gq.present", "must be boolean (or 0/1)")
+            object.__setattr__(self, "present", present.astype(bool))
         if self.present.shape != self.lower.shape or self.present.shape[1] != n_types:
             raise DataValidationError("gq", f"present/lower must be (leaves, {n_types}), got {self.present.shape}")
         if (self.lower < 0).any() or (self.lower[~self.present] != 0).any():
@@ -338,7 +353,10 @@ class TopDownData:
     name: str = "topdown"
 
     def __post_init__(self):
-        counts = sp.csr_matrix(self.leaf_counts, dtype=np.int64)
+        raw = sp.csr_matrix(self.leaf_counts)
+        if raw.nnz and not np.all(np.mod(raw.data, 1) == 0):
+            raise DataValidationError("leaf_counts", "counts must be integers (tables are integer histograms)")
+        counts = sp.csr_matrix(raw, dtype=np.int64)
         if counts.shape != (len(self.geography.leaves), self.schema.size):
             raise DataValidationError(
                 "leaf_counts",

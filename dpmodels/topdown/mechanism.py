@@ -26,6 +26,15 @@ from .queries import QuerySet, identity, marginal, sensitivity
 __all__ = ["Strategy", "default_strategy", "NodeMeasurement", "Measurements", "measure", "run_topdown"]
 
 
+def _unit_shares(values, field: str) -> list[Fraction] | None:
+    """Positive shares summing to 1 within 1e-9 (spec 2.3), made exact; None if not."""
+    shares = [exact(v, field) for v in values]
+    total = sum(shares)
+    if not shares or any(v <= 0 for v in shares) or abs(total - 1) > Fraction(1, 10**9):
+        return None
+    return [v / total for v in shares]
+
+
 @dataclass(frozen=True)
 class Strategy:
     """Query sets measured at every node, with their within-level budget shares (sum to 1)."""
@@ -36,10 +45,10 @@ class Strategy:
     def __post_init__(self):
         if len(self.queries) != len(self.shares) or not self.queries:
             raise DataValidationError("strategy", "needs one share per query set, at least one set")
-        shares = [exact(s, "shares") for s in self.shares]
-        if any(s <= 0 for s in shares) or sum(shares) != 1:
+        shares = _unit_shares(self.shares, "strategy.shares")
+        if shares is None:
             raise DataValidationError(
-                "strategy.shares", f"must be positive and sum to 1, got {[str(s) for s in shares]}"
+                "strategy.shares", f"must be positive and sum to 1, got {[str(v) for v in self.shares]}"
             )
         names = [q.name for q in self.queries]
         if len(set(names)) != len(names):
@@ -57,7 +66,9 @@ def default_strategy(
     queries = [QuerySet("detailed", identity(schema))] + [
         QuerySet(" x ".join(m), marginal(schema, m)) for m in marginals
     ]
-    first = exact(detailed_share, "detailed_share") if marginals else Fraction(1)
+    if not marginals:
+        return Strategy(tuple(queries), (Fraction(1),))
+    first = exact(detailed_share, "detailed_share")
     rest = [(1 - first) / len(marginals)] * len(marginals)
     return Strategy(tuple(queries), (first, *rest))
 
@@ -99,14 +110,18 @@ def measure(
     eps = as_epsilon(epsilon)
     strategy = strategy or default_strategy(data.schema)
     geo = data.geography
-    shares = level_shares if level_shares is not None else [1] * geo.n_levels
+    shares = level_shares if level_shares is not None else [Fraction(1, geo.n_levels)] * geo.n_levels
     if len(shares) != geo.n_levels:
         raise DataValidationError("level_shares", f"need one share per level ({geo.n_levels}), got {len(shares)}")
-    level_eps = split_budget(eps, shares)
+    unit = _unit_shares(shares, "level_shares")
+    if unit is None:
+        raise DataValidationError("level_shares", f"must be positive and sum to 1, got {[str(v) for v in shares]}")
+    level_eps = split_budget(eps, unit)
     if noise not in ("geometric", "laplace"):
         raise DataValidationError("noise", f"must be 'geometric' or 'laplace', got {noise!r}")
     rng = make_rng(rng)
     hist = data.node_histograms_all()
+    deltas = {q.name: sensitivity(q.matrix, neighbours) for q in strategy.queries}
     ledger = PrivacyLedger()
     by_node: list[list[NodeMeasurement]] = [[] for _ in range(geo.n_regions)]
     for level in range(1, geo.n_levels + 1):
@@ -114,7 +129,7 @@ def measure(
         answers_all = {q.name: (hist[rows] @ q.matrix.T).toarray() for q in strategy.queries}
         for query, share in zip(strategy.queries, strategy.shares, strict=True):
             eps_q = level_eps[level - 1] * share
-            delta = sensitivity(query.matrix, neighbours)
+            delta = deltas[query.name]
             if delta == 0:
                 raise DataValidationError(
                     f"query set {query.name!r}",

@@ -103,5 +103,6 @@ def sensitivity(matrix: sp.spmatrix, neighbours: str = "substitution", exact_lim
         return 2.0 * float(norms.max())
     if len(dense_cols) < 2:
         return 0.0
-    diffs = np.abs(dense_cols[:, None, :] - dense_cols[None, :, :]).sum(axis=2)
-    return float(diffs.max())
+    from scipy.spatial.distance import pdist
+
+    return float(pdist(dense_cols, metric="cityblock").max())

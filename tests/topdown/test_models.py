@@ -142,9 +142,16 @@ def _random_problem(rng, child: bool, with_flows: bool, n_types=2, other=2):
         specs.append([flows, noisy])
     parent = truth.sum(axis=0)
     cells = np.flatnonzero(parent > 0) if child else np.arange(n_cells)
-    children = [ChildSpec(t, [WeightedQuery("detailed", sp.identity(len(cells), format="csr"), noisy[cells], 1.0, True)],
-                          None if with_flows or child else int(truth[t].sum()), flows)
-                for t, (flows, noisy) in enumerate(specs)]
+    identity = sp.identity(len(cells), format="csr")
+    children = [
+        ChildSpec(
+            t,
+            [WeightedQuery("detailed", identity, noisy[cells], 1.0, True)],
+            None if with_flows or child else int(truth[t].sum()),
+            flows,
+        )
+        for t, (flows, noisy) in enumerate(specs)
+    ]
     if child:
         return NodeProblem(cells, children, parent=parent[cells], cell_type=cell_type)
     return NodeProblem(cells, children, root_total=int(truth.sum()), cell_type=cell_type)
@@ -208,8 +215,10 @@ def test_l2_tree_solver_equals_qp(seed, m, n):
     """Item 9: identity measurements + parent sums: the closed form equals clarabel and highs."""
     rng = np.random.default_rng(seed)
     parent = rng.integers(1, 20, n)
-    children = [ChildSpec(t, [WeightedQuery("detailed", sp.identity(n, format="csr"), rng.normal(parent / m, 3), w,
-                                            True)]) for t, w in enumerate(rng.uniform(0.2, 2, m))]
+    children = [
+        ChildSpec(t, [WeightedQuery("detailed", sp.identity(n, format="csr"), rng.normal(parent / m, 3), w, True)])
+        for t, w in enumerate(rng.uniform(0.2, 2, m))
+    ]
     problem = NodeProblem(np.arange(n), children, parent=parent)
     values = {}
     for backend in ("topdown_tree_l2", "clarabel", "highs"):
@@ -218,7 +227,7 @@ def test_l2_tree_solver_equals_qp(seed, m, n):
         values[backend] = (histogram_values(model), res.incumbent_objective)
     for backend in ("clarabel", "highs"):
         assert values["topdown_tree_l2"][1] == pytest.approx(values[backend][1], rel=1e-6, abs=1e-6)
-        np.testing.assert_allclose(values["topdown_tree_l2"][0], values[backend][0], atol=1e-4)
+        np.testing.assert_allclose(values["topdown_tree_l2"][0], values[backend][0], atol=1e-3)  # IPM accuracy
 
 
 def test_simplex_projection_matches_the_unconstrained_formula():
@@ -248,8 +257,12 @@ def test_component_names_and_failsafe_models():
 
 
 def test_edits_break_the_certificate_and_the_flow_rounder_refuses():
-    problem = NodeProblem(np.arange(2), [ChildSpec(i, []) for i in range(3)], parent=np.array([5, 3]),
-                          edits=(Edit("e", np.array([4.0, -1.0])),))
+    problem = NodeProblem(
+        np.arange(2),
+        [ChildSpec(i, []) for i in range(3)],
+        parent=np.array([5, 3]),
+        edits=(Edit("e", np.array([4.0, -1.0])),),
+    )
     hstar = np.array([[1.5, 0.2], [2.25, 1.9], [1.25, 0.9]])
     model = build_l1(problem, hstar, relax=True)
     cert = tum_certificate(model)
