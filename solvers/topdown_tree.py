@@ -18,7 +18,7 @@ from dpmodels.core.errors import ModelStructureError
 
 from .base import StructureSolution, StructureSolver
 
-__all__ = ["simplex_projection", "solve_tree_l2", "TreeL2Solver"]
+__all__ = ["simplex_projection", "solve_tree_l2", "tree_objective", "TreeL2Solver"]
 
 
 def simplex_projection(means: np.ndarray, weights: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -84,13 +84,14 @@ class TreeL2Solver(StructureSolver):
     def _solve_marker(self, marker, config) -> StructureSolution:
         problem = marker.data["problem"]
         h = solve_tree_l2(problem, marker.options["weights"], marker.options["edits"])
-        objective = _objective(problem, h, marker.options["weights"])
+        objective = tree_objective(problem, h, marker.options["weights"])
         return StructureSolution(
             {"H": h}, objective, TerminationCondition.convergenceCriteriaSatisfied, bound=objective
         )
 
 
-def _objective(problem, h: np.ndarray, weights: str) -> float:
+def tree_objective(problem, h: np.ndarray, weights: str) -> float:
+    """The L2 objective of a solution (weighted squared residuals of the identity queries)."""
     total = 0.0
     for t, child in enumerate(problem.children):
         for q in child.queries:

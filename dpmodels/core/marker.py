@@ -38,10 +38,16 @@ class StructureMarker:
     fingerprint: str = ""
 
 
-def attach_marker(model, formulation: str, data, options: dict | None = None, layout=None) -> StructureMarker:
-    """Attach a marker to a freshly built ``model`` and fingerprint it."""
+def attach_marker(
+    model, formulation: str, data, options: dict | None = None, layout=None, fingerprint: bool = True
+) -> StructureMarker:
+    """Attach a marker to a freshly built ``model`` and fingerprint it.
+
+    ``fingerprint=False`` skips the (build-sized) hashing for models that only general
+    solvers will see; structure plugins then refuse the model, since no fingerprint matches.
+    """
     marker = StructureMarker(formulation, data, dict(options or {}), dict(layout or {}))
-    marker.fingerprint = model_fingerprint(model)
+    marker.fingerprint = model_fingerprint(model) if fingerprint else "(not fingerprinted)"
     setattr(model, MARKER_ATTRIBUTE, marker)
     return marker
 

@@ -227,7 +227,9 @@ def _check_weights(weights: str) -> None:
 
 
 # ---------------------------------------------------------------------- L2
-def build_l2(problem: NodeProblem, *, weights: str = "inverse_variance", edits: bool = True) -> pyo.ConcreteModel:
+def build_l2(
+    problem: NodeProblem, *, weights: str = "inverse_variance", edits: bool = True, fingerprint: bool = True
+) -> pyo.ConcreteModel:
     """The L2 solve: the closest non-negative histograms to the measurements that satisfy the
     parent sums (or the root total), the flow constraints, invariant totals and edits."""
     _check_weights(weights)
@@ -248,6 +250,7 @@ def build_l2(problem: NodeProblem, *, weights: str = "inverse_variance", edits: 
         {"problem": problem},
         {"relax": True, "weights": weights, "edits": edits},
         {"H": _keys(problem)},
+        fingerprint,
     )
     return m
 
@@ -263,7 +266,13 @@ def _rounding_rhs(problem: NodeProblem, low: np.ndarray) -> np.ndarray | None:
 
 
 def build_l1(
-    problem: NodeProblem, hstar: np.ndarray, *, relax: bool = False, objective: str = "l1", edits: bool = True
+    problem: NodeProblem,
+    hstar: np.ndarray,
+    *,
+    relax: bool = False,
+    objective: str = "l1",
+    edits: bool = True,
+    fingerprint: bool = True,
 ) -> pyo.ConcreteModel:
     """The rounding solve: ``H = floor(H*) + y`` with ``y`` binary, minimising
     ``sum (1 - 2 phi) y`` (exactly ``||H - H*||_1`` up to a constant; ``objective="paper"``
@@ -301,6 +310,7 @@ def build_l1(
         {"problem": problem, "hstar": hstar, "floor": low, "fraction": phi, "l1_constant": constant},
         {"relax": relax, "objective": objective, "edits": edits},
         {"y": movable},
+        fingerprint,
     )
     return m
 
@@ -346,7 +356,12 @@ def _failsafe_common(m, problem: NodeProblem, hist, integer: bool) -> None:
 
 
 def build_failsafe_l2(
-    problem: NodeProblem, phase: int, d_star: float | None = None, *, weights: str = "inverse_variance"
+    problem: NodeProblem,
+    phase: int,
+    d_star: float | None = None,
+    *,
+    weights: str = "inverse_variance",
+    fingerprint: bool = True,
 ) -> pyo.ConcreteModel:
     """Failsafe for the L2 solve of a child problem: phase 1 minimises the distance to the
     parent (``sum s``) with the marginal over unconstrained attributes kept exact; phase 2
@@ -373,12 +388,13 @@ def build_failsafe_l2(
         {"problem": problem},
         {"relax": True, "d_star": d_star},
         {"H": _keys(problem)},
+        fingerprint,
     )
     return m
 
 
 def build_failsafe_l1(
-    problem: NodeProblem, hstar: np.ndarray, phase: int, d_star: float | None = None
+    problem: NodeProblem, hstar: np.ndarray, phase: int, d_star: float | None = None, *, fingerprint: bool = True
 ) -> pyo.ConcreteModel:
     """Failsafe for the rounding: ``H = floor(H*) + y`` with binary ``y`` and integer slacks."""
     if problem.parent is None:
@@ -412,6 +428,7 @@ def build_failsafe_l1(
         {"problem": problem, "hstar": hstar, "floor": low},
         {"relax": False, "d_star": d_star},
         {"y": _keys(problem)},
+        fingerprint,
     )
     return m
 

@@ -23,7 +23,19 @@ from pyomo.contrib.solver.common.results import TerminationCondition
 from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.core.facade import solve
 
-from .models import NodeProblem, build_failsafe_l1, build_failsafe_l2, build_l1, build_l2, histogram_values
+# the structure plugins' algorithms, called on plain data (solve_data) inside the driver
+from solvers.topdown_flow import solve_flow_rounding  # noqa: E402
+from solvers.topdown_tree import solve_tree_l2, tree_objective  # noqa: E402
+
+from .models import (
+    NodeProblem,
+    build_failsafe_l1,
+    build_failsafe_l2,
+    build_l1,
+    build_l2,
+    histogram_values,
+    split_floor,
+)
 from .tum import tum_certificate
 
 __all__ = ["NodeOptions", "NodeSolution", "solve_node", "verify_children"]
@@ -59,13 +71,17 @@ def _solve_l2(problem: NodeProblem, opts: NodeOptions, edits: bool) -> tuple[np.
     backend = opts.l2
     if backend == "auto":
         backend = "topdown_tree_l2" if _tree_ok(problem, edits) else "clarabel"
-    model = build_l2(problem, weights=opts.weights, edits=edits)
     objective = None
     try:
-        res = solve(model, backend, time_limit=opts.time_limit)
-        status = res.termination_condition.name
-        values = histogram_values(model) if res.termination_condition == OK else None
-        objective = res.incumbent_objective
+        if backend == "topdown_tree_l2":  # the plugin's algorithm on plain data: no Pyomo model needed
+            values = solve_tree_l2(problem, opts.weights, edits)
+            status, objective = OK.name, tree_objective(problem, values, opts.weights)
+        else:
+            model = build_l2(problem, weights=opts.weights, edits=edits, fingerprint=False)
+            res = solve(model, backend, time_limit=opts.time_limit)
+            status = res.termination_condition.name
+            values = histogram_values(model) if res.termination_condition == OK else None
+            objective = res.incumbent_objective
     except Exception as err:  # a backend failure is a failed solve, to be escalated
         status, values = f"error: {type(err).__name__}: {err}"[:200], None
     if values is not None and not verify_children(problem, values, integral=False, edits=edits).ok:
@@ -103,8 +119,9 @@ def _solve_l1(
     if values is not None and not verify_children(problem, values, integral=True, edits=edits).ok:
         values, status = None, "verification failed"
     distance = float(np.abs(values - hstar).sum()) if values is not None else None  # ||H - H*||_1
-    record.update(method=method, status=status, certificate=cert, objective=distance,
-                  seconds=time.perf_counter() - tick)
+    record.update(
+        method=method, status=status, certificate=cert, objective=distance, seconds=time.perf_counter() - tick
+    )
     return values, record
 
 
@@ -112,12 +129,13 @@ def _round(problem, hstar, opts, edits):
     """The rounding of one node: trivial, min-cost flow, LP-integral (certificate) or MIP."""
     if opts.l1 not in ("highs", "topdown_flow"):
         raise DataValidationError("l1", f"must be 'highs' or 'topdown_flow', got {opts.l1!r}")
-    lp = build_l1(problem, hstar, relax=True, objective=opts.objective, edits=edits)
-    if len(lp.y) == 0:  # every cell's floors already meet its parent: nothing left to round
-        return np.round(histogram_values(lp)).astype(np.int64), "already integral", "trivial", None
-    if opts.l1 == "topdown_flow" and not (edits and problem.edits):
-        res = solve(lp, "topdown_flow")
-        return np.round(histogram_values(lp)).astype(np.int64), "flow", res.termination_condition.name, None
+    low, _ = split_floor(np.asarray(hstar, dtype=np.float64))
+    if problem.parent is not None and (low.sum(axis=0) == problem.parent).all():
+        return low, "already integral", "trivial", None  # every cell's floors already meet its parent
+    if opts.l1 == "topdown_flow" and not (edits and problem.edits):  # the plugin's algorithm on plain data
+        values, _ = solve_flow_rounding(replace(problem, edits=()), hstar, opts.objective)
+        return values.astype(np.int64), "flow", OK.name, None
+    lp = build_l1(problem, hstar, relax=True, objective=opts.objective, edits=edits, fingerprint=False)
     cert = tum_certificate(lp).holds
     if cert:
         res = solve(lp, "highs", time_limit=opts.time_limit, options={"solver": "simplex"})
@@ -125,7 +143,7 @@ def _round(problem, hstar, opts, edits):
             values = histogram_values(lp)
             if np.abs(values - np.round(values)).max(initial=0) <= 1e-6:
                 return np.round(values).astype(np.int64), "lp-integral", res.termination_condition.name, cert
-    mip = build_l1(problem, hstar, relax=False, objective=opts.objective, edits=edits)
+    mip = build_l1(problem, hstar, relax=False, objective=opts.objective, edits=edits, fingerprint=False)
     res = solve(mip, "highs", time_limit=opts.time_limit)
     values = np.round(histogram_values(mip)).astype(np.int64) if res.termination_condition == OK else None
     return values, "mip", res.termination_condition.name, cert
@@ -137,19 +155,19 @@ def _failsafe(problem: NodeProblem, opts: NodeOptions, hstar: np.ndarray | None)
     tick = time.perf_counter()
     plain = replace(problem, edits=())
     if hstar is None:
-        p1 = build_failsafe_l2(plain, 1)
+        p1 = build_failsafe_l2(plain, 1, fingerprint=False)
         r1 = solve(p1, "highs", time_limit=opts.time_limit)
         _require(r1, "L2 failsafe phase 1")
         d_star = float(r1.incumbent_objective)
-        p2 = build_failsafe_l2(plain, 2, d_star, weights=opts.weights)
+        p2 = build_failsafe_l2(plain, 2, d_star, weights=opts.weights, fingerprint=False)
         _require(solve(p2, "clarabel", time_limit=opts.time_limit), "L2 failsafe phase 2")
         values = histogram_values(p2)
     else:
-        p1 = build_failsafe_l1(plain, hstar, 1)
+        p1 = build_failsafe_l1(plain, hstar, 1, fingerprint=False)
         r1 = solve(p1, "highs", time_limit=opts.time_limit)
         _require(r1, "L1 failsafe phase 1")
         d_star = float(round(r1.incumbent_objective))
-        p2 = build_failsafe_l1(plain, hstar, 2, d_star)
+        p2 = build_failsafe_l1(plain, hstar, 2, d_star, fingerprint=False)
         _require(solve(p2, "highs", time_limit=opts.time_limit), "L1 failsafe phase 2")
         values = np.round(histogram_values(p2)).astype(np.int64)
     stage = "L2" if hstar is None else "L1"

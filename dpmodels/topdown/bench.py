@@ -1,0 +1,239 @@
+"""``dpmodels bench topdown``: TopDown speed bars, measured side by side in one run.
+
+(a) Rounding: the min-cost-flow rounder against HiGHS LP (simplex, TUM certificate) and
+    HiGHS MIP on the same child rounding models with group-quarters flows, as the number
+    of children and cells grows.
+(b) L2: the closed-form tree solver against clarabel and highs on the same child L2 models
+    with identity measurements, as the number of children and cells grows.
+(c) A whole synthetic state (counties -> tracts -> block groups -> blocks, PL94-like schema)
+    end to end: time per level, serially and with a 2-process executor, and a linear
+    extrapolation to the 1940 census (132 million persons) that the Census Bureau's 2018
+    End-to-End test post-processed in 5-6 hours on a 4-vCPU machine with Gurobi.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from dpmodels.core.facade import solve
+from dpmodels.core.noise import make_rng
+
+from .data import FlowData
+from .models import ChildSpec, NodeProblem, WeightedQuery, build_l1, build_l2, histogram_values
+
+__all__ = ["random_node_problem", "rounding_sweep", "l2_sweep", "state_end_to_end", "run_bench"]
+
+POPULATION_1940 = 132_164_569
+E2E_HOURS = (5, 6)
+
+
+def random_node_problem(seed, children: int, cells: int, types: int = 8, flows: bool = True) -> NodeProblem:
+    """A child solve of the given size built from random valid leaves (so it is feasible),
+    with noisy detailed measurements (weight 1)."""
+    rng = make_rng(seed)
+    cell_type = np.arange(cells) % types
+    truth = np.zeros((children, cells), dtype=np.int64)
+    specs = []
+    for t in range(children):
+        combos, lowers, pops = [], [], []
+        for _ in range(int(rng.integers(1, 4))):
+            support = rng.random(types) < 0.3
+            support[0] = True  # households everywhere
+            low = np.where(support, rng.integers(0, 3, types), 0)
+            leaf = np.zeros(cells, dtype=np.int64)
+            for g in np.flatnonzero(support):
+                own = np.flatnonzero(cell_type == g)
+                np.add.at(leaf, rng.choice(own, low[g] + int(rng.poisson(2 * len(own) / types + 1))), 1)
+            combos.append(support)
+            lowers.append(low)
+            pops.append(leaf.sum())
+            truth[t] += leaf
+        keys, inv = np.unique(np.array(combos), axis=0, return_inverse=True)
+        f = np.zeros((len(keys), types), dtype=np.int64)
+        pop = np.zeros(len(keys), dtype=np.int64)
+        np.add.at(f, inv, np.array(lowers))
+        np.add.at(pop, inv, np.array(pops))
+        specs.append((FlowData(keys, f, pop) if flows else None, truth[t] + rng.normal(0, 2, cells)))
+    parent = truth.sum(axis=0)
+    active = np.flatnonzero(parent > 0)
+    ident = sp.identity(len(active), format="csr")
+    kids = [
+        ChildSpec(t, [WeightedQuery("detailed", ident, noisy[active], 1.0, True)], None, fl)
+        for t, (fl, noisy) in enumerate(specs)
+    ]
+    return NodeProblem(active, kids, parent=parent[active], cell_type=cell_type)
+
+
+class _Clock:
+    """``with _Clock() as c: ...`` then ``c.seconds``."""
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.start
+
+
+def rounding_sweep(sizes, time_limit: float = 60.0, seed: int = 0) -> pd.DataFrame:
+    """Flow rounder vs HiGHS LP and MIP on the same rounding models."""
+    from solvers.topdown_flow import solve_flow_rounding
+
+    rows = []
+    for children, cells in sizes:
+        problem = random_node_problem(seed, children, cells)
+        l2 = build_l2(problem, fingerprint=False)
+        solve(l2, "clarabel")
+        hstar = histogram_values(l2)
+        with _Clock() as clock:
+            lp = build_l1(problem, hstar, relax=True, fingerprint=False)
+        build = clock.seconds
+        mip = build_l1(problem, hstar, fingerprint=False)
+        with _Clock() as clock:
+            flow = solve_flow_rounding(problem, hstar)
+        flow_s = clock.seconds
+        with _Clock() as clock:
+            lp_res = solve(lp, "highs", time_limit=time_limit, options={"solver": "simplex"})
+        lp_s = clock.seconds
+        with _Clock() as clock:
+            mip_res = solve(mip, "highs", time_limit=time_limit)
+        mip_s = clock.seconds
+        row = {
+            "children": children,
+            "cells": problem.n,
+            "variables": len(lp.y),
+            "model build s": build,
+            "flow s": flow_s,
+            "highs LP s": lp_s,
+            "highs MIP s": mip_s,
+            "LP / flow": lp_s / flow_s,
+            "MIP / flow": mip_s / flow_s,
+            "same objective": bool(
+                abs(flow[1] - mip_res.incumbent_objective) < 1e-4 * max(1, problem.n)
+                and abs(lp_res.incumbent_objective - mip_res.incumbent_objective) < 1e-6 * max(1, problem.n)
+            ),
+        }
+        rows.append(row)
+        print(
+            f"  rounding m={children:4d} n={problem.n:5d} vars={row['variables']:7d}  flow {flow_s:7.3f}s  "
+            f"LP {lp_s:7.3f}s ({row['LP / flow']:5.1f}x)  MIP {mip_s:7.3f}s ({row['MIP / flow']:5.1f}x)  "
+            f"build {build:6.2f}s  same optimum: {row['same objective']}",
+            flush=True,
+        )
+    return pd.DataFrame(rows)
+
+
+def l2_sweep(sizes, time_limit: float = 60.0, seed: int = 0) -> pd.DataFrame:
+    """Closed-form tree L2 vs clarabel and highs on the same L2 models (identity measurements)."""
+    from solvers.topdown_tree import solve_tree_l2, tree_objective
+
+    rows = []
+    for children, cells in sizes:
+        problem = random_node_problem(seed, children, cells, flows=False)
+        with _Clock() as clock:
+            values = solve_tree_l2(problem)
+        tree_s = clock.seconds
+        best = tree_objective(problem, values, "inverse_variance")
+        row = {"children": children, "cells": problem.n, "variables": problem.m * problem.n, "tree s": tree_s}
+        for backend in ("clarabel", "highs"):
+            model = build_l2(problem, fingerprint=False)
+            with _Clock() as clock:
+                res = solve(model, backend, time_limit=time_limit)
+            sec = clock.seconds
+            row[f"{backend} s"] = sec
+            row[f"{backend} / tree"] = sec / tree_s
+            row[f"{backend} gap"] = (
+                (res.incumbent_objective - best) / max(1.0, abs(best)) if res.incumbent_objective else np.nan
+            )
+        rows.append(row)
+        print(
+            f"  L2 m={children:4d} n={problem.n:5d} vars={row['variables']:7d}  tree {tree_s:7.4f}s  "
+            f"clarabel {row['clarabel s']:7.3f}s ({row['clarabel / tree']:7.0f}x)  "
+            f"highs {row['highs s']:7.3f}s ({row['highs / tree']:7.0f}x)",
+            flush=True,
+        )
+    return pd.DataFrame(rows)
+
+
+def state_end_to_end(
+    preset: str = "state", races: int = 63, epsilon: float = 4.0, executors=(None, 2), seed: int = 0
+) -> dict:
+    """A whole synthetic state: serial and pooled runs, time per level, and the extrapolation."""
+    import instances
+
+    from .driver import topdown
+    from .mechanism import measure
+    from .solve import NodeOptions
+
+    data = instances.generate("topdown/synthetic", preset=preset, races=races, seed=seed)
+    with _Clock() as clock:
+        meas = measure(data, epsilon, rng=seed)
+    measure_s = clock.seconds
+    out = {
+        "geography": data.geography.describe(),
+        "persons": data.population,
+        "cells": data.schema.size,
+        "measure s": measure_s,
+        "runs": [],
+    }
+    print(f"  {data.name}: {out['geography']}, {data.population:,} persons, {data.schema.size} cells", flush=True)
+    reference = None
+    for executor in executors:
+        with _Clock() as clock:
+            result = topdown(meas, data.knowledge, data.schema, data.geography, NodeOptions(), executor=executor)
+        total = clock.seconds
+        same = reference is None or (result.node_counts != reference.node_counts).nnz == 0
+        if reference is None:
+            reference = result
+        run = {
+            "executor": str(executor or "serial"),
+            "seconds": total,
+            "level seconds": result.level_seconds,
+            "checks": result.checks,
+            "same release as serial": same,
+            "methods": result.log[result.log.stage == "L1"].method.value_counts().to_dict(),
+        }
+        out["runs"].append(run)
+        print(
+            f"  executor={run['executor']:7s} total {total:8.1f}s  per level: "
+            + ", ".join(f"{k}: {v:.1f}s" for k, v in result.level_seconds.items())
+            + f"  violations: {sum(result.checks.values())}  same as serial: {same}",
+            flush=True,
+        )
+    serial, pooled = out["runs"][0]["seconds"], out["runs"][-1]["seconds"]
+    out["speed-up"] = serial / pooled
+    hours = [r["seconds"] * POPULATION_1940 / data.population / 3600 for r in out["runs"]]
+    out["extrapolated hours for 1940"] = hours
+    print(f"  2-process speed-up: {out['speed-up']:.2f}x", flush=True)
+    print(
+        f"  linear extrapolation to the 1940 census ({POPULATION_1940:,} persons): "
+        + ", ".join(f"{r['executor']} {h:.1f} h" for r, h in zip(out["runs"], hours, strict=True))
+        + f"  (2018 E2E: {E2E_HOURS[0]}-{E2E_HOURS[1]} h on 4 vCPUs with Gurobi)",
+        flush=True,
+    )
+    return out
+
+
+def run_bench(
+    rounding_sizes, l2_sizes, state_preset: str | None, races: int, time_limit: float, json_path: str | None = None
+) -> dict:
+    report: dict = {}
+    if rounding_sizes:
+        print("(a) L1 rounding with GQ flows: topdown_flow vs highs LP (simplex) and MIP, same models")
+        report["rounding"] = rounding_sweep(rounding_sizes, time_limit).to_dict(orient="records")
+    if l2_sizes:
+        print("(b) L2 with identity measurements: topdown_tree_l2 vs clarabel and highs, same models")
+        report["l2"] = l2_sweep(l2_sizes, time_limit).to_dict(orient="records")
+    if state_preset:
+        print(f"(c) synthetic state end to end (preset {state_preset!r}, {races} races), serial vs 2 processes")
+        report["state"] = state_end_to_end(state_preset, races)
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump(report, fh, indent=2, default=str)
+        print(f"wrote {json_path}")
+    return report
