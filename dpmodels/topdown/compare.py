@@ -13,8 +13,11 @@ configurations are compared on paired noise.  Every row of the result is one
 * ``total error/node`` (mean) and ``max total error``: error of the node populations, 0 at
   the invariant levels;
 * how the solves that released the level were obtained (final L1 step per parent, from
-  ``result.log``): ``lp-integral``, ``mip``, ``flow``, ``failsafe``, the shortcuts ``one child``
-  and ``zero parent``, and ``edit fallbacks`` (parents whose solve dropped the edits);
+  ``result.log``): ``solves`` (parents solved), ``lp-integral``, ``mip``, ``flow``,
+  ``already integral``, ``failsafe``, ``other``, the shortcuts ``one child`` and ``zero parent``
+  (not counted in ``solves``), and ``edit fallbacks`` (parents whose solve dropped the edits);
+* ``rounding distance``: ``sum ||H - H*||_1`` of the level's L1 roundings (the L1 objective;
+  NaN if a parent needed the failsafe);
 * ``d* max`` / ``d* sum`` of the failsafe solves (NaN when there were none);
 * ``seconds`` (wall time of the level, ``result.level_seconds``), ``L2 seconds`` and ``L1 seconds``
   (summed over solves) and ``max solve seconds`` (slowest parent);
@@ -53,6 +56,7 @@ __all__ = [
     "resolve_configs",
     "compare_topdown",
     "level_metrics",
+    "measurement_digest",
     "node_problem",
     "summary_table",
     "format_summary",
@@ -68,7 +72,9 @@ CONFIGS: dict[str, NodeOptions] = {
     "L2 clarabel + LP-first highs": NodeOptions(l2="clarabel", l1="highs", edits=True),
     "L2 clarabel + flow rounder": NodeOptions(l2="clarabel", l1="topdown_flow", edits=False),
     "no edits": NodeOptions(l2="clarabel", l1="highs", edits=False),
-    "L2 highs + LP-first highs": NodeOptions(l2="highs", l1="highs", edits=True),
+    # HiGHS's QP active-set method can cycle on small L2 problems with a binding edit (seen: 12
+    # variables, millions of iterations); the time limit turns that into a failed L2 solve.
+    "L2 highs + LP-first highs": NodeOptions(l2="highs", l1="highs", edits=True, time_limit=30.0),
     "auto": NodeOptions(),
     "paper weights": NodeOptions(l2="clarabel", l1="highs", weights="paper"),
     "paper objective": NodeOptions(l2="clarabel", l1="highs", objective="paper"),
@@ -83,7 +89,8 @@ CONFIG_ALIASES = {
     "paper-weights": "paper weights",
     "paper-objective": "paper objective",
 }
-_METHODS = ("lp-integral", "mip", "flow", "failsafe", "one child", "zero parent")
+_METHODS = ("lp-integral", "mip", "flow", "already integral", "failsafe", "one child", "zero parent")
+_SHORTCUTS = ("one child", "zero parent")
 
 
 def resolve_configs(configs: Sequence[str] | Mapping[str, NodeOptions] | None = None) -> dict[str, NodeOptions]:
@@ -235,8 +242,10 @@ def _log_metrics(log: pd.DataFrame, level: int) -> dict:
     out = {m: 0 for m in _METHODS}
     out.update(
         {
+            "other": 0,
             "solves": 0,
             "edit fallbacks": 0,
+            "rounding distance": np.nan,
             "d* max": np.nan,
             "d* sum": np.nan,
             "L2 seconds": 0.0,
@@ -249,16 +258,21 @@ def _log_metrics(log: pd.DataFrame, level: int) -> dict:
     rows = log[log["level"] == level]
     if rows.empty:
         return out
-    for node, steps in rows.groupby("node", sort=False):
+    distances = []
+    for _, steps in rows.groupby("node", sort=False):
         l1 = steps[steps["stage"] == "L1"]
         final = l1["method"].iloc[-1] if len(l1) else "none"
-        if final in out:
-            out[final] += 1
-        if final not in ("one child", "zero parent"):
-            out["solves"] += 1
-            edits_used = steps["edits"].astype(bool)
-            if edits_used.any() and not edits_used.iloc[-1]:
-                out["edit fallbacks"] += 1
+        out[final if final in _METHODS else "other"] += 1
+        if final in _SHORTCUTS:
+            continue
+        out["solves"] += 1
+        edits_used = steps["edits"].astype(bool)
+        if edits_used.any() and not edits_used.iloc[-1]:
+            out["edit fallbacks"] += 1
+        if "objective" in l1 and final != "failsafe":
+            distances.append(l1["objective"].iloc[-1])
+    if distances and not pd.isna(distances).any():
+        out["rounding distance"] = float(np.sum(distances))
     if "d_star" in rows:
         d = rows["d_star"].dropna().to_numpy(dtype=float)
         if d.size:
@@ -272,10 +286,10 @@ def _log_metrics(log: pd.DataFrame, level: int) -> dict:
 
 # ---------------------------------------------------------------------- one solve, for inspection
 def node_problem(
-    data: TopDownData, measurements: Measurements, node: int = 0, parent: np.ndarray | None = None
+    data: TopDownData, measurements: Measurements, node: int | None = None, parent: np.ndarray | None = None
 ) -> NodeProblem:
-    """The :class:`NodeProblem` TopDown solves at ``node``: the root solve for ``node=0`` (its
-    total is public), else the solve of ``node``'s children given the released ``parent``
+    """The :class:`NodeProblem` TopDown solves: the root solve for ``node=None`` (its total is
+    public), else the solve of the children of region ``node`` given its released ``parent``
     histogram (a full-length vector over the schema's cells), as the driver builds it.  Only
     noisy answers and public knowledge go in."""
     geo, kn, schema = data.geography, data.knowledge, data.schema
@@ -297,7 +311,7 @@ def node_problem(
             queries.append(WeightedQuery(meas.query, sub[rows], meas.values[rows], 1.0 / meas.variance, ident))
         return ChildSpec(r, queries, kn.invariant_total(geo, r), kn.flow_data(geo, r))
 
-    if node == 0:
+    if node is None:
         cells = np.flatnonzero(~zeros)
         return NodeProblem(cells, [spec(0, cells)], root_total=int(kn.node_totals[0]), **common)
     if parent is None:
@@ -321,6 +335,7 @@ _SHOWN = (
     "lp-integral",
     "mip",
     "flow",
+    "already integral",
     "failsafe",
     "one child",
     "zero parent",
@@ -353,7 +368,7 @@ def format_summary(table: pd.DataFrame) -> str:
     for col in ("L1 error", "total error/node"):
         shown[col] = shown[col].map(lambda v: f"{v:,.1f}")
     shown["workload MAE"] = shown["workload MAE"].map(lambda v: f"{v:.3f}" if pd.notna(v) else "-")
-    for col in ("solves", "lp-integral", "mip", "flow", "failsafe", "one child", "zero parent", "edit fallbacks"):
+    for col in _SHOWN[3:-2]:
         shown[col] = shown[col].map(lambda v: f"{v:g}")
     shown["d* max"] = shown["d* max"].map(lambda v: f"{v:g}" if pd.notna(v) else "-")
     shown["seconds"] = shown["seconds"].map(lambda v: f"{v:.3g}")
@@ -371,7 +386,7 @@ def violation_counts(df: pd.DataFrame) -> pd.DataFrame:
     leaves = df[df["level"] == df["level"].max()]
     out["edit-violating leaves (info)"] = leaves.groupby("config", sort=False)["edit-violating nodes"].sum()
     out["runs"] = per_run.groupby("config", sort=False).size()
-    return out
+    return out.astype("Int64")
 
 
 _STYLES = (
