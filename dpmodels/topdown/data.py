@@ -201,10 +201,10 @@ class Edit:
         if self.op not in ("<=", ">=", "=="):
             raise DataValidationError(f"edit {self.name!r}", f"op must be '<=', '>=' or '==', got {self.op!r}")
 
-    def holds(self, histograms: np.ndarray | sp.spmatrix) -> np.ndarray:
-        """Whether each row histogram satisfies the edit."""
+    def holds(self, histograms: np.ndarray | sp.spmatrix, tol: float = 1e-9) -> np.ndarray:
+        """Whether each row histogram satisfies the edit (within ``tol``, for fractional solutions)."""
         lhs = np.asarray(histograms @ self.coef).ravel()
-        return {"<=": lhs <= 1e-9, ">=": lhs >= -1e-9, "==": np.abs(lhs) <= 1e-9}[self.op]
+        return {"<=": lhs <= tol, ">=": lhs >= -tol, "==": np.abs(lhs) <= tol}[self.op]
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import scipy.sparse as sp
 from pyomo.contrib.solver.common.results import TerminationCondition
 
 from dpmodels.core.errors import DataValidationError, ModelStructureError
@@ -27,6 +28,7 @@ from dpmodels.core.facade import solve
 from solvers.topdown_flow import solve_flow_rounding  # noqa: E402
 from solvers.topdown_tree import solve_tree_l2, tree_objective  # noqa: E402
 
+from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel
 from .models import (
     NodeProblem,
     build_failsafe_l1,
@@ -36,7 +38,7 @@ from .models import (
     histogram_values,
     split_floor,
 )
-from .tum import tum_certificate
+from .tum import matrix_certificate, tum_certificate
 
 __all__ = ["NodeOptions", "NodeSolution", "solve_node", "verify_children"]
 
@@ -52,7 +54,12 @@ class NodeOptions:
     weights: str = "inverse_variance"
     objective: str = "l1"
     edits: bool = True
-    time_limit: float | None = None
+    time_limit: float | None = 600.0  # per solve; HiGHS's QP method can cycle on degenerate problems
+    path: str = "compiled"  # "compiled": matrices straight to clarabel/highs; "pyomo": through the models
+
+    def __post_init__(self):
+        if self.path not in ("compiled", "pyomo"):
+            raise DataValidationError("path", f"must be 'compiled' or 'pyomo', got {self.path!r}")
 
 
 @dataclass
@@ -76,6 +83,11 @@ def _solve_l2(problem: NodeProblem, opts: NodeOptions, edits: bool) -> tuple[np.
         if backend == "topdown_tree_l2":  # the plugin's algorithm on plain data: no Pyomo model needed
             values = solve_tree_l2(problem, opts.weights, edits)
             status, objective = OK.name, tree_objective(problem, values, opts.weights)
+        elif backend == "clarabel" and opts.path == "compiled":
+            system = l2_system(problem, opts.weights, edits)
+            x, status, objective = solve_l2_clarabel(system)
+            values = None if x is None else x[: system.n_hist].reshape(problem.m, problem.n)
+            status = OK.name if x is not None else status
         else:
             model = build_l2(problem, weights=opts.weights, edits=edits, fingerprint=False)
             res = solve(model, backend, time_limit=opts.time_limit)
@@ -135,6 +147,8 @@ def _round(problem, hstar, opts, edits):
     if opts.l1 == "topdown_flow" and not (edits and problem.edits):  # the plugin's algorithm on plain data
         values, _ = solve_flow_rounding(replace(problem, edits=()), hstar, opts.objective)
         return values.astype(np.int64), "flow", OK.name, None
+    if opts.path == "compiled":
+        return _round_compiled(problem, hstar, opts, edits)
     lp = build_l1(problem, hstar, relax=True, objective=opts.objective, edits=edits, fingerprint=False)
     cert = tum_certificate(lp).holds
     if cert:
@@ -147,6 +161,24 @@ def _round(problem, hstar, opts, edits):
     res = solve(mip, "highs", time_limit=opts.time_limit)
     values = np.round(histogram_values(mip)).astype(np.int64) if res.termination_condition == OK else None
     return values, "mip", res.termination_condition.name, cert
+
+
+def _round_compiled(problem, hstar, opts, edits):
+    """The LP-first protocol on the matrix form: certificate, simplex, integrality check, MIP."""
+    system, low = l1_system(problem, hstar, opts.objective, edits)
+    a = sp.vstack([system.a_eq, system.a_ub])
+    bounds = np.concatenate([system.lb, system.ub])
+    cert = matrix_certificate(a, np.concatenate([system.b_eq, system.b_ub]), bounds).holds
+    if cert:
+        x, status, _ = solve_l1_highs(system, integer=False, simplex=True, time_limit=opts.time_limit)
+        if x is not None:
+            y = x[: system.n_hist]
+            if np.abs(y - np.round(y)).max(initial=0) <= 1e-6:
+                return low + np.round(y).reshape(low.shape).astype(np.int64), "lp-integral", OK.name, cert
+    x, status, _ = solve_l1_highs(system, integer=True, time_limit=opts.time_limit)
+    if x is None:
+        return None, "mip", status, cert
+    return low + np.round(x[: system.n_hist]).reshape(low.shape).astype(np.int64), "mip", OK.name, cert
 
 
 # ---------------------------------------------------------------------- failsafe
@@ -268,7 +300,8 @@ def verify_children(
         if child.flows is not None and not flows_hold(child.flows, problem.types(), v[t], tol):
             issues.append(f"child {t} group quarters")
         for e in problem.edits if edits else ():
-            if not e.holds(_full(problem, v[t], e.coef)).all():
+            scale = 1 + np.abs(e.coef[problem.cells] * v[t]).sum()
+            if not e.holds(_full(problem, v[t], e.coef), tol=tol * scale).all():
                 issues.append(f"child {t} edit {e.name}")
     return Verification(not issues, issues)
 

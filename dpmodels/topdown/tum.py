@@ -38,20 +38,27 @@ def tum_certificate(model) -> Certificate:
     finally:
         for o in objectives:
             o.activate()
-    a = form.A.tocsr()
+    bounds = np.array([b for v in form.columns for b in v.bounds if b is not None], dtype=np.float64)
+    return matrix_certificate(form.A, np.asarray(form.rhs, dtype=np.float64), bounds, [v.name for v in form.columns])
+
+
+def matrix_certificate(a, rhs: np.ndarray, bounds: np.ndarray, names=None) -> Certificate:
+    """The certificate on a constraint matrix with its right-hand sides and finite bounds."""
+    a = a.tocsr()
     rows = np.diff(a.indptr) >= 2  # single-variable rows are bounds
-    if not np.allclose(form.rhs, np.round(form.rhs)):
+    if not np.allclose(rhs, np.round(rhs)):
         return Certificate(False, "a right-hand side is not integral")
-    bounds = [b for v in form.columns for b in v.bounds if b is not None]
-    if not np.allclose(bounds, np.round(bounds)):
+    finite = bounds[np.isfinite(bounds)]
+    if not np.allclose(finite, np.round(finite)):
         return Certificate(False, "a variable bound is not integral")
     a = a[rows].tocsc()
     if a.nnz and not np.all(np.isin(a.data, (-1.0, 1.0))):
         return Certificate(False, "a coefficient is not 0 or +-1")
     counts = np.diff(a.indptr)
     if (counts > 2).any():
-        col = form.columns[int(np.argmax(counts))]
-        return Certificate(False, f"variable {col.name} appears in {counts.max()} rows")
+        j = int(np.argmax(counts))
+        name = names[j] if names is not None else f"column {j}"
+        return Certificate(False, f"variable {name} appears in {counts.max()} rows")
     return _two_colouring(a)
 
 

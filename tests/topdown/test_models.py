@@ -287,3 +287,38 @@ def test_edited_rounding_model_is_refused():
     m.extra = pyo.Constraint(expr=m.y[0, 0] == 0)
     with pytest.raises(ModelStructureError, match="edited"):
         dpmodels.solve(m, "topdown_flow")
+
+
+# ---------------------------------------------------------------- the compiled path
+@settings(max_examples=25)
+@given(st.integers(0, 10**6), st.integers(2, 6), st.integers(8, 40), st.booleans())
+def test_compiled_matrices_reach_the_pyomo_optima(seed, m, n, with_edit):
+    """The matrix form (GQ and CB eliminated) has the same L2, LP and MIP optima as the models."""
+    import dataclasses
+
+    from dpmodels.topdown.bench import random_node_problem
+    from dpmodels.topdown.compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel
+
+    problem = random_node_problem(seed, m, n)
+    if with_edit:
+        coef = np.where(np.arange(n) % 8 == 0, 4.0, np.where(np.arange(n) % 8 == 1, -1.0, 0.0))
+        problem = dataclasses.replace(problem, edits=(Edit("kids per adult", coef),))
+    model = build_l2(problem)
+    res = dpmodels.solve(model, "clarabel")
+    system = l2_system(problem)
+    x, status, objective = solve_l2_clarabel(system)
+    if res.incumbent_objective is None:
+        assert x is None
+        return
+    assert objective == pytest.approx(res.incumbent_objective, rel=1e-6, abs=1e-6)
+    np.testing.assert_allclose(x[: system.n_hist].reshape(problem.m, problem.n), histogram_values(model), atol=1e-3)
+    hstar = histogram_values(model)
+    for integer in (False, True):
+        l1 = build_l1(problem, hstar, relax=not integer)
+        ref = dpmodels.solve(l1, "highs")
+        compiled, _ = l1_system(problem, hstar)
+        _, _, obj = solve_l1_highs(compiled, integer=integer)
+        if ref.incumbent_objective is None:
+            assert obj is None
+        else:
+            assert obj == pytest.approx(ref.incumbent_objective, abs=1e-6)

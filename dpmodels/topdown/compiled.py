@@ -1,0 +1,225 @@
+"""TopDown node solves compiled straight to matrices, for scale.
+
+The Pyomo models of :mod:`dpmodels.topdown.models` are the reference formulations; building
+them costs far more than solving them for the thousands of small solves of a state
+(profiled: about 80% of the time went to Pyomo construction and compilation).  This module
+writes the *same* problems as sparse matrices directly from a :class:`NodeProblem` and hands
+them to Clarabel (L2) and HiGHS (L1 LP/MIP).  Two exact eliminations keep them small: the
+type totals ``GQ`` are substituted into the flow-out rows and the combination populations
+``CB`` into the flow-in rows.  Tests check both paths reach the same optima.
+
+Variables: the histogram block (``H`` for L2, ``y`` for L1; children x active cells, row
+major), then one flow variable per (child, type, combination) arc.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .models import NodeProblem, split_floor
+
+__all__ = ["LinearSystem", "l2_system", "l1_system", "solve_l2_clarabel", "solve_l1_highs"]
+
+
+@dataclass
+class LinearSystem:
+    """``min 1/2 x'Px + c'x + c0`` s.t. ``A_eq x = b_eq``, ``A_ub x <= b_ub``, ``lb <= x <= ub``."""
+
+    P: sp.csc_matrix | None
+    c: np.ndarray
+    c0: float
+    a_eq: sp.csr_matrix
+    b_eq: np.ndarray
+    a_ub: sp.csr_matrix
+    b_ub: np.ndarray
+    lb: np.ndarray
+    ub: np.ndarray
+    n_hist: int
+
+    @property
+    def n(self) -> int:
+        return len(self.c)
+
+
+class _Rows:
+    """Accumulates sparse rows as (columns, values, rhs)."""
+
+    def __init__(self):
+        self.cols, self.vals, self.rhs = [], [], []
+
+    def add(self, cols, vals, rhs: float) -> None:
+        self.cols.append(np.asarray(cols, dtype=np.int64))
+        self.vals.append(np.broadcast_to(np.asarray(vals, dtype=np.float64), (len(self.cols[-1]),)))
+        self.rhs.append(float(rhs))
+
+    def matrix(self, n: int) -> tuple[sp.csr_matrix, np.ndarray]:
+        if not self.cols:
+            return sp.csr_matrix((0, n)), np.zeros(0)
+        indptr = np.concatenate([[0], np.cumsum([len(c) for c in self.cols])])
+        a = sp.csr_matrix((np.concatenate(self.vals), np.concatenate(self.cols), indptr), shape=(len(self.cols), n))
+        return a, np.array(self.rhs)
+
+
+def _structure(problem: NodeProblem, base: np.ndarray, edits: bool, eq: _Rows, ub: _Rows):
+    """Rows shared by L2 and L1 on histogram ``base + x`` (``base`` = 0 for L2, floors for L1).
+
+    Returns the flow arcs' lower bounds (one per flow variable, after the histogram block).
+    """
+    m, n = problem.m, problem.n
+    col = np.arange(m * n).reshape(m, n)
+    if problem.parent is None:
+        eq.add(col[0], 1.0, problem.root_total - base.sum())
+    else:
+        for j in range(n):
+            eq.add(col[:, j], 1.0, problem.parent[j] - base[:, j].sum())
+    types = problem.types() if problem.cell_type is not None else None
+    flow_lower = []
+    next_col = m * n
+    for t, child in enumerate(problem.children):
+        if child.flows is None or not child.flows.fixed:
+            if child.total is not None and problem.parent is not None:
+                eq.add(col[t], 1.0, child.total - base[t].sum())
+        if child.flows is None:
+            continue
+        arcs = child.flows.arcs()
+        arc_col = {a: next_col + k for k, a in enumerate(arcs)}
+        next_col += len(arcs)
+        flow_lower += [float(child.flows.lower[c, g]) for g, c in arcs]
+        for g in range(child.flows.n_types):
+            cells = np.flatnonzero(types == g)
+            outs = [arc_col[(g, c)] for c in range(len(child.flows.combos)) if (g, c) in arc_col]
+            eq.add(
+                np.concatenate([col[t, cells], outs]),
+                np.concatenate([np.ones(len(cells)), -np.ones(len(outs))]),
+                -base[t, cells].sum(),
+            )
+        for c in range(len(child.flows.combos)):
+            if child.flows.population[c] >= 0:
+                ins = [arc_col[(g, c)] for g in range(child.flows.n_types) if (g, c) in arc_col]
+                eq.add(ins, 1.0, float(child.flows.population[c]))
+    for e in problem.edits if edits else ():
+        coef = e.coef[problem.cells]
+        nz = np.flatnonzero(coef)
+        for t in range(m):
+            shift = float(coef[nz] @ base[t, nz])
+            if e.op == "<=":
+                ub.add(col[t, nz], coef[nz], -shift)
+            elif e.op == ">=":
+                ub.add(col[t, nz], -coef[nz], shift)
+            else:
+                eq.add(col[t, nz], coef[nz], -shift)
+    return np.array(flow_lower)
+
+
+def l2_system(problem: NodeProblem, weights: str = "inverse_variance", edits: bool = True) -> LinearSystem:
+    """The L2 solve (:func:`~dpmodels.topdown.models.build_l2`) as a QP in matrix form."""
+    m, n = problem.m, problem.n
+    eq, ub = _Rows(), _Rows()
+    flow_lower = _structure(problem, np.zeros((m, n)), edits, eq, ub)
+    total = m * n + len(flow_lower)
+    blocks, lin, const = [], np.zeros(total), 0.0
+    for t, child in enumerate(problem.children):
+        block = sp.csr_matrix((n, n))
+        for q in child.queries:
+            w = q.weight if weights == "inverse_variance" else 1.0
+            block = block + 2 * w * (q.matrix.T @ q.matrix)
+            lin[t * n : (t + 1) * n] -= 2 * w * (q.matrix.T @ q.values)
+            const += w * float(q.values @ q.values)
+        blocks.append(block)
+    P = sp.block_diag(blocks + [sp.csr_matrix((len(flow_lower), len(flow_lower)))], format="csc")
+    a_eq, b_eq = eq.matrix(total)
+    a_ub, b_ub = ub.matrix(total)
+    lb = np.concatenate([np.zeros(m * n), flow_lower])
+    return LinearSystem(sp.triu(P, format="csc"), lin, const, a_eq, b_eq, a_ub, b_ub, lb, np.full(total, np.inf), m * n)
+
+
+def l1_system(problem: NodeProblem, hstar: np.ndarray, objective: str = "l1", edits: bool = True):
+    """The rounding (:func:`~dpmodels.topdown.models.build_l1`) as an LP/MIP in matrix form;
+    also returns the floors, so that ``H = floor + y``."""
+    low, phi = split_floor(np.asarray(hstar, dtype=np.float64).reshape(problem.m, problem.n))
+    eq, ub = _Rows(), _Rows()
+    flow_lower = _structure(problem, low.astype(np.float64), edits, eq, ub)
+    total = problem.m * problem.n + len(flow_lower)
+    cost = ((1 - 2 * phi) if objective == "l1" else -phi).ravel()
+    upper = np.ones(problem.m * problem.n)
+    if problem.parent is not None:
+        upper = np.broadcast_to((problem.parent - low.sum(axis=0) > 0).astype(float), low.shape).ravel().copy()
+    a_eq, b_eq = eq.matrix(total)
+    a_ub, b_ub = ub.matrix(total)
+    system = LinearSystem(
+        None,
+        np.concatenate([cost, np.zeros(len(flow_lower))]),
+        0.0,
+        a_eq,
+        b_eq,
+        a_ub,
+        b_ub,
+        np.concatenate([np.zeros(problem.m * problem.n), flow_lower]),
+        np.concatenate([upper, np.full(len(flow_lower), np.inf)]),
+        problem.m * problem.n,
+    )
+    return system, low
+
+
+# ---------------------------------------------------------------------- solvers
+def solve_l2_clarabel(system: LinearSystem, tol: float = 1e-8) -> tuple[np.ndarray | None, str, float | None]:
+    """Clarabel on the QP; returns (x, status, objective)."""
+    import clarabel
+
+    n = system.n
+    finite = np.isfinite(system.lb)
+    bound_rows = sp.csr_matrix(
+        (-np.ones(finite.sum()), (np.arange(finite.sum()), np.flatnonzero(finite))), shape=(int(finite.sum()), n)
+    )
+    a = sp.vstack([system.a_eq, system.a_ub, bound_rows], format="csc")
+    b = np.concatenate([system.b_eq, system.b_ub, -system.lb[finite]])
+    n_eq, n_ineq = system.a_eq.shape[0], system.a_ub.shape[0] + int(finite.sum())
+    cones = ([clarabel.ZeroConeT(n_eq)] if n_eq else []) + ([clarabel.NonnegativeConeT(n_ineq)] if n_ineq else [])
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = tol
+    sol = clarabel.DefaultSolver(system.P, system.c, a, b, cones, settings).solve()
+    status = str(sol.status)
+    if status != "Solved":
+        return None, status, None
+    x = np.asarray(sol.x)
+    return x, status, float(sol.obj_val + system.c0)
+
+
+def solve_l1_highs(
+    system: LinearSystem, integer: bool, simplex: bool = True, time_limit: float | None = None
+) -> tuple[np.ndarray | None, str, float | None]:
+    """HiGHS on the LP (vertex solution by simplex) or the MIP; returns (x, status, objective)."""
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    if simplex and not integer:
+        h.setOptionValue("solver", "simplex")
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    lp = highspy.HighsLp()
+    n = system.n
+    a = sp.vstack([system.a_eq, system.a_ub], format="csc")
+    lp.num_col_, lp.num_row_ = n, a.shape[0]
+    lp.col_cost_ = system.c
+    lp.col_lower_ = system.lb
+    lp.col_upper_ = np.where(np.isfinite(system.ub), system.ub, highspy.kHighsInf)
+    lp.row_lower_ = np.concatenate([system.b_eq, np.full(system.a_ub.shape[0], -highspy.kHighsInf)])
+    lp.row_upper_ = np.concatenate([system.b_eq, system.b_ub])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = a.indptr
+    lp.a_matrix_.index_ = a.indices
+    lp.a_matrix_.value_ = a.data
+    if integer:
+        kinds = [highspy.HighsVarType.kInteger] * system.n_hist + [highspy.HighsVarType.kInteger] * (n - system.n_hist)
+        lp.integrality_ = kinds
+    h.passModel(lp)
+    h.run()
+    status = h.modelStatusToString(h.getModelStatus())
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None, status, None
+    return np.asarray(h.getSolution().col_value), status, float(h.getInfo().objective_function_value)
