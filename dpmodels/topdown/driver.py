@@ -52,7 +52,7 @@ class TopDownResult:
         log = self.log
         if log.empty:
             return pd.DataFrame()
-        l1 = log[log.stage == "L1"].groupby("node").tail(1)  # how each parent's rounding was finally obtained
+        l1 = log[log.stage == "L1"].groupby(["node", "level"]).tail(1)  # how each rounding was finally obtained
         out = log.groupby("level").agg(nodes=("node", "nunique"))
         for method in ("lp-integral", "mip", "flow", "already integral", "failsafe", "one child", "zero parent"):
             out[method] = l1[l1.method == method].groupby("level")["node"].nunique()
