@@ -108,6 +108,23 @@ def _parser() -> argparse.ArgumentParser:
     bpgsr.add_argument("--quick", action="store_true", help="N in (5, 10, 20), 30 s limit, census scale 0.1")
     bpgsr.add_argument("--json", help="write the measurements to this JSON file")
     bpgsr.set_defaults(run=_run_bench_pgsr)
+    btd = bench_sub.add_parser(
+        "topdown",
+        help="flow rounder vs HiGHS, tree L2 vs QP solvers, and a whole synthetic state end to end",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    btd.add_argument(
+        "--sizes",
+        nargs="+",
+        default=["4x64", "16x512", "32x1024", "64x2016"],
+        help="children x cells of the rounding and L2 sweeps",
+    )
+    btd.add_argument("--preset", default="state", help="synthetic geography of the end-to-end run (or 'none')")
+    btd.add_argument("--races", type=int, default=63, help="race categories (63 = the full 2016-cell PL94 schema)")
+    btd.add_argument("--time-limit", type=float, default=120.0, help="seconds per highs/clarabel solve")
+    btd.add_argument("--quick", action="store_true", help="small sizes and the 'county' preset")
+    btd.add_argument("--json", help="write the measurements to this JSON file")
+    btd.set_defaults(run=_run_bench_topdown)
     return parser
 
 
@@ -285,6 +302,20 @@ def _run_compare_topdown(args) -> int:
     if args.plot:
         plot_topdown(runs, args.plot, title=data.name)
         print(f"wrote {args.plot}")
+    return 0
+
+
+def _run_bench_topdown(args) -> int:
+    from dpmodels.topdown.bench import run_bench
+
+    if args.quick:
+        args.sizes, args.preset, args.time_limit = ["4x64", "16x512"], "county", 30.0
+    try:
+        sizes = [tuple(int(v) for v in item.lower().split("x")) for item in args.sizes]
+    except ValueError as err:
+        raise DPModelsError(f"--sizes expects CHILDRENxCELLS items such as 16x512, got {args.sizes}") from err
+    preset = None if args.preset == "none" else args.preset
+    run_bench(sizes, sizes, preset, args.races, args.time_limit, args.json)
     return 0
 
 

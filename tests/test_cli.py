@@ -98,3 +98,12 @@ def test_bench_pgsr_small(tmp_path):
     assert "clarabel" in out and "peak RSS GB" in out
     data = json.loads(report.read_text())
     assert data["census"]["consistent"] is True and data["sweep"][0]["N"] == 5
+
+
+def test_bench_topdown_small(tmp_path):
+    report = tmp_path / "bench.json"
+    out = run("bench", "topdown", "--sizes", "4x64", "--preset", "tiny", "--races", "7", "--json", str(report)).stdout
+    assert "same optimum: True" in out and "2-process speed-up" in out
+    data = json.loads(report.read_text())
+    assert all(r["same release as serial"] for r in data["state"]["runs"])
+    assert all(sum(r["checks"].values()) == 0 for r in data["state"]["runs"])

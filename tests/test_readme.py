@@ -17,6 +17,14 @@ def test_readme_python_example_runs(capsys):
     assert table.loc[("Model 1-R", "clarabel"), "objective"] <= table.loc[("Model 1", "scip"), "objective"] + 1e-6
 
 
+def test_readme_topdown_example_runs():
+    code = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)[1]
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    assert all(v == 0 for v in scope["result"].checks.values())
+    assert scope["leaf_histograms"].sum() == scope["data"].population
+
+
 def test_readme_commands_match_ci():
     text = README.read_text()
     ci = (README.parent / ".ci" / "run").read_text()
