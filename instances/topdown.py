@@ -27,6 +27,7 @@ from dpmodels.topdown.data import (
     Schema,
     TopDownData,
     geography_from_geocodes,
+    microdata,
     pl94_schema,
 )
 
@@ -185,14 +186,7 @@ def _region_totals(geography, counts: sp.csr_matrix) -> np.ndarray:
 
 def records(data: TopDownData, leaf_counts: sp.spmatrix | None = None) -> pd.DataFrame:
     """Microdata: one row per person (block geocode and attribute labels) from leaf histograms."""
-    counts = sp.coo_matrix(data.leaf_counts if leaf_counts is None else leaf_counts)
-    if counts.nnz and (counts.data < 0).any():
-        raise DataValidationError("leaf_counts", "negative counts cannot be turned into records")
-    rows = np.repeat(counts.row, counts.data.astype(np.int64))
-    cells = np.repeat(counts.col, counts.data.astype(np.int64))
-    frame = data.schema.cells_frame().iloc[cells].reset_index(drop=True)
-    frame.insert(0, "geocode", np.asarray(data.geography.names)[data.geography.leaves[rows]])
-    return frame
+    return microdata(data.schema, data.geography, data.leaf_counts if leaf_counts is None else leaf_counts)
 
 
 def from_csv(persons: str | Path, races: int = 63, total_level: str = "state") -> TopDownData:

@@ -37,6 +37,7 @@ __all__ = [
     "FlowData",
     "PublicKnowledge",
     "TopDownData",
+    "microdata",
 ]
 
 
@@ -417,3 +418,15 @@ class TopDownData:
     @property
     def population(self) -> int:
         return int(self.leaf_counts.sum())
+
+
+def microdata(schema: Schema, geography: Hierarchy, leaf_counts: sp.spmatrix) -> pd.DataFrame:
+    """One record per person: the leaf's name (geocode) and the labels of its cell."""
+    counts = sp.coo_matrix(leaf_counts)
+    if counts.nnz and ((counts.data < 0).any() or (np.mod(counts.data, 1) != 0).any()):
+        raise DataValidationError("leaf_counts", "only non-negative integer histograms can be turned into records")
+    reps = counts.data.astype(np.int64)
+    rows, cells = np.repeat(counts.row, reps), np.repeat(counts.col, reps)
+    frame = schema.cells_frame().iloc[cells].reset_index(drop=True)
+    frame.insert(0, "geocode", np.asarray(geography.names)[geography.leaves[rows]])
+    return frame

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from dpmodels.core.executors import map_tasks
 from dpmodels.core.hierarchy import Hierarchy
 
-from .data import PublicKnowledge, Schema
+from .data import PublicKnowledge, Schema, microdata
 from .mechanism import Measurements
 from .models import ChildSpec, NodeProblem, WeightedQuery
 from .queries import kron_query
@@ -46,6 +46,10 @@ class TopDownResult:
     @property
     def leaf_counts(self) -> sp.csr_matrix:
         return self.node_counts[self.geography.leaves]
+
+    def records(self, schema: Schema) -> pd.DataFrame:
+        """The released microdata: one row per person, leaf geocode plus attribute labels."""
+        return microdata(schema, self.geography, self.leaf_counts)
 
     def summary(self) -> pd.DataFrame:
         """Per level: nodes solved, how each rounding was obtained, failsafes, seconds."""

@@ -39,6 +39,17 @@ def test_release_satisfies_every_public_constraint(small, small_run):
         assert edit.holds(counts[geo.leaves]).all()
 
 
+def test_release_as_microdata(small, small_run):
+    result, _ = small_run
+    people = result.records(small.schema)
+    assert len(people) == small.population
+    back = people.groupby(["geocode", *small.schema.names], observed=True).size()
+    one = people.iloc[0]
+    cell = small.schema.cell(**{a: one[a] for a in small.schema.names})
+    leaf = list(np.asarray(small.geography.names)[small.geography.leaves]).index(one["geocode"])
+    assert result.leaf_counts[leaf, cell] == back[tuple(one)]
+
+
 def test_log_records_every_solve(small, small_run):
     result, _ = small_run
     log = result.log

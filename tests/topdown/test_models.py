@@ -110,7 +110,7 @@ def test_t9_literal_box_is_fractional_corrected_box_is_integral(seed):
 
 
 # ---------------------------------------------------------------- random instances
-def _random_problem(rng, child: bool, with_flows: bool, n_types=2, other=2):
+def _random_problem(rng, child: bool, with_flows: bool, n_types=2, other=2, zeros=None):
     """Children with measured detailed histograms and GQ networks built from true leaf data."""
     n_cells = n_types * other
     cell_type = np.repeat(np.arange(n_types), other)
@@ -126,7 +126,10 @@ def _random_problem(rng, child: bool, with_flows: bool, n_types=2, other=2):
             low = np.where(support, rng.integers(0, 3, n_types), 0)
             leaf = np.zeros(n_cells, dtype=np.int64)
             for g in np.flatnonzero(support):
-                cells = np.flatnonzero(cell_type == g)
+                cells = np.flatnonzero((cell_type == g) & (True if zeros is None else ~zeros))
+                if len(cells) == 0:  # every cell of this type is a structural zero: the type is absent
+                    support[g], low[g] = False, 0
+                    continue
                 np.add.at(leaf, rng.choice(cells, low[g] + int(rng.integers(0, 4))), 1)
             combos.append(support)
             lowers.append(low)
@@ -322,3 +325,22 @@ def test_compiled_matrices_reach_the_pyomo_optima(seed, m, n, with_edit):
             assert obj is None
         else:
             assert obj == pytest.approx(ref.incumbent_objective, abs=1e-6)
+
+
+@settings(max_examples=20)
+@given(st.integers(0, 10**6))
+def test_structural_zeros_keep_the_certificate(seed):
+    """Theorem 8: leaves that never use a zero set Z give parents that are 0 on Z; those cells
+    get no variables, the rounding stays TU and its LP optimum is the MIP optimum."""
+    rng = np.random.default_rng(seed)
+    zeros = rng.random(8) < 0.3
+    problem = _random_problem(rng, child=True, with_flows=True, n_types=2, other=4, zeros=zeros)
+    assert not np.isin(problem.cells, np.flatnonzero(zeros)).any()
+    l2 = build_l2(problem)
+    dpmodels.solve(l2, "clarabel")
+    hstar = histogram_values(l2)
+    lp = build_l1(problem, hstar, relax=True)
+    assert tum_certificate(lp).holds
+    lp_res = dpmodels.solve(lp, "highs", options={"solver": "simplex"})
+    mip_res = dpmodels.solve(build_l1(problem, hstar), "highs")
+    assert lp_res.incumbent_objective == pytest.approx(mip_res.incumbent_objective, abs=1e-7)
