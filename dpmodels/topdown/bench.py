@@ -54,12 +54,8 @@ def random_node_problem(seed, children: int, cells: int, types: int = 8, flows: 
             lowers.append(low)
             pops.append(leaf.sum())
             truth[t] += leaf
-        keys, inv = np.unique(np.array(combos), axis=0, return_inverse=True)
-        f = np.zeros((len(keys), types), dtype=np.int64)
-        pop = np.zeros(len(keys), dtype=np.int64)
-        np.add.at(f, inv, np.array(lowers))
-        np.add.at(pop, inv, np.array(pops))
-        specs.append((FlowData(keys, f, pop) if flows else None, truth[t] + rng.normal(0, 2, cells)))
+        network = FlowData.from_units(np.array(combos), np.array(lowers), pops) if flows else None
+        specs.append((network, truth[t] + rng.normal(0, 2, cells)))
     parent = truth.sum(axis=0)
     active = np.flatnonzero(parent > 0)
     ident = sp.identity(len(active), format="csr")

@@ -221,6 +221,19 @@ class FlowData:
     lower: np.ndarray
     population: np.ndarray
 
+    @classmethod
+    def from_units(cls, present: np.ndarray, lower: np.ndarray, totals=None) -> FlowData:
+        """Merge units (leaves, or total-invariant nodes) with the same support into
+        combinations: lower bounds and populations add up (exact, spec 3.5)."""
+        combos, combo_of = np.unique(np.asarray(present, dtype=bool), axis=0, return_inverse=True)
+        flow_lower = np.zeros((len(combos), combos.shape[1]), dtype=np.int64)
+        np.add.at(flow_lower, combo_of, np.asarray(lower, dtype=np.int64))
+        population = np.full(len(combos), -1, dtype=np.int64)
+        if totals is not None:
+            population[:] = 0
+            np.add.at(population, combo_of, np.asarray(totals, dtype=np.int64))
+        return cls(combos, flow_lower, population)
+
     @property
     def n_types(self) -> int:
         return self.combos.shape[1]
@@ -313,14 +326,7 @@ class PublicKnowledge:
         unit_lower = np.zeros((len(keys), self.gq.n_types), dtype=np.int64)
         np.logical_or.at(unit_present, inverse, present)
         np.add.at(unit_lower, inverse, lower)
-        combos, combo_of = np.unique(unit_present, axis=0, return_inverse=True)
-        flow_lower = np.zeros((len(combos), self.gq.n_types), dtype=np.int64)
-        np.add.at(flow_lower, combo_of, unit_lower)
-        population = np.full(len(combos), -1, dtype=np.int64)
-        if totals is not None:
-            population[:] = 0
-            np.add.at(population, combo_of, [totals[k] for k in keys])
-        return FlowData(combos, flow_lower, population)
+        return FlowData.from_units(unit_present, unit_lower, None if totals is None else [totals[k] for k in keys])
 
 
 def _leaves_under(geography: Hierarchy, node: int) -> np.ndarray:

@@ -135,12 +135,7 @@ def _random_problem(rng, child: bool, with_flows: bool, n_types=2, other=2, zero
             lowers.append(low)
             pops.append(leaf.sum())
             truth[t] += leaf
-        keys, inv = np.unique(np.array(combos), axis=0, return_inverse=True)
-        f = np.zeros((len(keys), n_types), dtype=np.int64)
-        pop = np.zeros(len(keys), dtype=np.int64)
-        np.add.at(f, inv, np.array(lowers))
-        np.add.at(pop, inv, np.array(pops))
-        flows = FlowData(keys, f, pop) if with_flows else None
+        flows = FlowData.from_units(np.array(combos), np.array(lowers), pops) if with_flows else None
         noisy = truth[t] + rng.normal(0, 1.5, n_cells)
         specs.append([flows, noisy])
     parent = truth.sum(axis=0)
