@@ -100,10 +100,22 @@ def resolve_executor(executor: object = None) -> Iterator[Executor | None]:
         with _dask_local_cluster() as ex:
             yield ex
     elif (workers := _pool_size(executor)) is not None:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
             yield pool
     else:
         raise DataValidationError("executor", f"got {executor!r}; expected {_ACCEPTED}")
+
+
+def _pool_context():
+    """Workers start from a fresh server process, never by forking this one.
+
+    Forking a process whose solver libraries keep thread pools (HiGHS does after its first
+    solve) copies their locked mutexes, and the workers hang; measured here on a TopDown run.
+    """
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
 def _note_index(exc: BaseException, index: int, total: int) -> None:

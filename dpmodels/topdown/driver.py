@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from dpmodels.core.executors import map_tasks
+from dpmodels.core.executors import map_tasks, resolve_executor
 from dpmodels.core.hierarchy import Hierarchy
 
 from .data import PublicKnowledge, Schema, microdata
@@ -137,28 +137,29 @@ def topdown(
     released[0, active] = sol.values[0]
     logs += _log_rows(sol, geography, 0, len(active), produced=1)
     seconds[1] = time.perf_counter() - tick
-    for level in range(1, geography.n_levels):
-        tick = time.perf_counter()
-        parents = np.arange(*geography.level_slice(level).indices(geography.n_regions))
-        tasks, solved_by = [], []
-        for p in parents:
-            kids = geography.children(p)
-            cells = np.flatnonzero(released[p] > 0)
-            if len(kids) == 1:  # the single child has the same leaves: it is its parent
-                released[kids[0]] = released[p]
-                logs.append(_shortcut_row(geography, p, 1, "one child"))
-                continue
-            if len(cells) == 0:
-                logs.append(_shortcut_row(geography, p, len(kids), "zero parent"))
-                continue
-            specs = [_child_spec(c, cells, measurements, identity, mats, geography, knowledge) for c in kids]
-            tasks.append((NodeProblem(cells, specs, parent=released[p, cells], **common), options))
-            solved_by.append((p, kids, cells))
-        results = map_tasks(_solve_task, tasks, executor=executor, progress=progress, desc=f"level {level + 1}")
-        for (p, kids, cells), sol in zip(solved_by, results, strict=True):
-            released[np.ix_(kids, cells)] = sol.values
-            logs += _log_rows(sol, geography, p, len(cells), produced=level + 1)
-        seconds[level + 1] = time.perf_counter() - tick
+    with resolve_executor(executor) as pool:  # one pool for every level
+        for level in range(1, geography.n_levels):
+            tick = time.perf_counter()
+            parents = np.arange(*geography.level_slice(level).indices(geography.n_regions))
+            tasks, solved_by = [], []
+            for p in parents:
+                kids = geography.children(p)
+                cells = np.flatnonzero(released[p] > 0)
+                if len(kids) == 1:  # the single child has the same leaves: it is its parent
+                    released[kids[0]] = released[p]
+                    logs.append(_shortcut_row(geography, p, 1, "one child"))
+                    continue
+                if len(cells) == 0:
+                    logs.append(_shortcut_row(geography, p, len(kids), "zero parent"))
+                    continue
+                specs = [_child_spec(c, cells, measurements, identity, mats, geography, knowledge) for c in kids]
+                tasks.append((NodeProblem(cells, specs, parent=released[p, cells], **common), options))
+                solved_by.append((p, kids, cells))
+            results = map_tasks(_solve_task, tasks, executor=pool, progress=progress, desc=f"level {level + 1}")
+            for (p, kids, cells), sol in zip(solved_by, results, strict=True):
+                released[np.ix_(kids, cells)] = sol.values
+                logs += _log_rows(sol, geography, p, len(cells), produced=level + 1)
+            seconds[level + 1] = time.perf_counter() - tick
     result = TopDownResult(geography, sp.csr_matrix(released), pd.DataFrame(logs), seconds)
     result.checks = check_release(result, knowledge, options.edits)
     return result
