@@ -22,6 +22,7 @@ def register(name: str, cls: type, doc: str) -> type:
 
 def _register_all() -> None:
     from .clarabel import ClarabelSolver
+    from .mdp_benders import MDPBendersSolver
     from .pgsr_chain import PGSRChainSolver
     from .pgsr_cumulative import CumulativeDPSolver, IsotonicPAVASolver
     from .pgsr_dp import PGSRDPSolver
@@ -37,6 +38,7 @@ def _register_all() -> None:
     register("pgsr_cdp", CumulativeDPSolver, "PGSR Model 2 by Algorithm 2, a heuristic (dpmodels)")
     register("topdown_flow", FlowRoundingSolver, "TopDown L1 rounding as a min-cost flow (dpmodels)")
     register("topdown_tree_l2", TreeL2Solver, "TopDown L2 by per-cell simplex projection (dpmodels)")
+    register("mdp_benders", MDPBendersSolver, "metric-DP perturbation LP by Benders decomposition (dpmodels)")
 
 
 _register_all()

@@ -1,0 +1,1 @@
+"""Metric differential privacy: optimal perturbation LPs, partitioning and Benders decomposition."""

@@ -1,0 +1,172 @@
+"""The mDP LPs in matrix form, solved with HiGHS directly (spec 2.2, 6.2-6.6).
+
+The Pyomo models of :mod:`dpmodels.metricdp.models` are the reference formulations; at the
+paper's scale (556k mDP rows) building them takes longer than solving them, so Benders and
+the full-LP baseline build the same rows with numpy and hand them to ``highspy``.  Tests
+check the two paths reach the same optima.
+
+Variable layout: record-major, ``z[i, k]`` at column ``i * K + k`` (within the block's own
+records for masters and subproblems).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .data import MDPGraph, MDPInstance
+
+__all__ = ["full_lp", "Highs", "mdp_rows"]
+
+INF = float("inf")
+
+
+def mdp_rows(src, dst, coef, index: np.ndarray, K: int) -> sp.csr_matrix:
+    """Rows ``z[src, k] - coef z[dst, k] <= 0`` for every pair and output, columns via ``index``."""
+    n_pairs = len(src)
+    rows = np.repeat(np.arange(n_pairs * K), 2)
+    ks = np.tile(np.arange(K), n_pairs)
+    a = index[np.repeat(src, K)] * K + ks
+    b = index[np.repeat(dst, K)] * K + ks
+    cols = np.column_stack([a, b]).ravel()
+    vals = np.column_stack([np.ones(n_pairs * K), -np.repeat(coef, K)]).ravel()
+    width = (index.max() + 1) * K if len(index) else 0
+    return sp.csr_matrix((vals, (rows, cols)), shape=(n_pairs * K, width))
+
+
+def unit_rows(n: int, K: int) -> sp.csr_matrix:
+    """Rows ``sum_k z[i, k]`` for i = 0..n-1."""
+    return sp.csr_matrix((np.ones(n * K), (np.repeat(np.arange(n), K), np.arange(n * K))), shape=(n, n * K))
+
+
+@dataclass
+class LPResult:
+    status: str
+    objective: float | None
+    x: np.ndarray | None
+    row_dual: np.ndarray | None
+    seconds: float
+
+
+class Highs:
+    """A thin persistent HiGHS model: rows can be added and bounds changed between solves."""
+
+    def __init__(
+        self,
+        cost,
+        lower,
+        upper,
+        a: sp.spmatrix,
+        row_lower,
+        row_upper,
+        *,
+        method: str = "simplex",
+        time_limit: float | None = None,
+        threads: int | None = None,
+        presolve: bool = True,
+    ):
+        import highspy
+
+        self.highspy = highspy
+        self.h = highspy.Highs()
+        self.h.setOptionValue("output_flag", False)
+        if method != "simplex":
+            self.h.setOptionValue("solver", method)
+        if time_limit is not None:
+            self.h.setOptionValue("time_limit", float(time_limit))
+        if threads is not None:
+            self.h.setOptionValue("threads", int(threads))
+        if not presolve:
+            self.h.setOptionValue("presolve", "off")
+        inf = highspy.kHighsInf
+        self.h.addVars(len(cost), _finite(lower, inf), _finite(upper, inf))
+        self.h.changeColsCost(len(cost), np.arange(len(cost), dtype=np.int32), np.asarray(cost, dtype=np.float64))
+        self.add_rows(a, row_lower, row_upper)
+
+    def add_rows(self, a: sp.spmatrix, lower, upper) -> None:
+        a = sp.csr_matrix(a)
+        if a.shape[0] == 0:
+            return
+        inf = self.highspy.kHighsInf
+        self.h.addRows(
+            a.shape[0],
+            _finite(lower, inf),
+            _finite(upper, inf),
+            a.nnz,
+            a.indptr.astype(np.int32),
+            a.indices.astype(np.int32),
+            a.data.astype(np.float64),
+        )
+
+    def set_row_bounds(self, rows: np.ndarray, lower, upper) -> None:
+        inf = self.highspy.kHighsInf
+        self.h.changeRowsBounds(len(rows), np.asarray(rows, dtype=np.int32), _finite(lower, inf), _finite(upper, inf))
+
+    def solve(self, retry: bool = True) -> LPResult:
+        """Run HiGHS; on a numerical failure ("Unknown"/solve error) retry once from scratch
+        (cleared basis), then with the interior-point method, before giving up."""
+        import time
+
+        tick = time.perf_counter()
+        self.h.run()
+        status = self.h.getModelStatus()
+        ok = (
+            self.highspy.HighsModelStatus.kOptimal,
+            self.highspy.HighsModelStatus.kInfeasible,
+            self.highspy.HighsModelStatus.kUnbounded,
+        )
+        if retry and status not in ok:
+            self.h.clearSolver()
+            self.h.run()
+            status = self.h.getModelStatus()
+        if retry and status not in ok:
+            self.h.clearSolver()
+            self.h.setOptionValue("solver", "ipm")
+            self.h.run()
+            self.h.setOptionValue("solver", "simplex")
+            status = self.h.getModelStatus()
+        name = self.h.modelStatusToString(status)
+        if status != self.highspy.HighsModelStatus.kOptimal:
+            return LPResult(name, None, None, None, time.perf_counter() - tick)
+        sol = self.h.getSolution()
+        return LPResult(
+            name,
+            float(self.h.getInfo().objective_function_value),
+            np.asarray(sol.col_value),
+            np.asarray(sol.row_dual),
+            time.perf_counter() - tick,
+        )
+
+
+def _finite(values, inf) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float64)
+    return np.where(np.isposinf(v), inf, np.where(np.isneginf(v), -inf, v))
+
+
+def full_lp(
+    instance: MDPInstance,
+    graph: MDPGraph | None = None,
+    *,
+    method: str = "simplex",
+    time_limit: float | None = None,
+    include_ub: bool = False,
+) -> Highs:
+    """The full perturbation LP (Eqs. 4-7) as a HiGHS model."""
+    g = graph or instance.graph
+    n, k = instance.N, instance.K
+    index = np.arange(n)
+    a = sp.vstack([mdp_rows(g.src, g.dst, g.coef, index, k), unit_rows(n, k)], format="csr")
+    lower = np.concatenate([np.full(g.n_pairs * k, -INF), np.ones(n)])
+    upper = np.concatenate([np.zeros(g.n_pairs * k), np.ones(n)])
+    return Highs(
+        instance.weighted_cost.ravel(),
+        np.zeros(n * k),
+        np.ones(n * k) if include_ub else np.full(n * k, INF),
+        a,
+        lower,
+        upper,
+        method=method,
+        time_limit=time_limit,
+    )
