@@ -385,7 +385,6 @@ def benders(
     subs = build_subproblems(instance, part, y_order)
     master, _ = build_master(instance, part, y_order, subs, init_cuts, max_coeff, max_init_rows)
     build_s = time.perf_counter() - start
-    K = instance.K
     lb, ub, incumbent = -INF, INF, None
     history, first_feasible = [], {}
     status = "max_iter"

@@ -200,7 +200,7 @@ def cut_from_duals(sub_model, duals) -> tuple[float, dict]:
     coeff: dict = {}
     for (i, j, k), con in sub_model.beta.items():
         coeff[j, k] = coeff.get((j, k), 0.0) - sub_model.coef[i, j] * duals[con]
-    for (i, j, k), con in sub_model.gamma.items():
+    for (_i, j, k), con in sub_model.gamma.items():
         coeff[j, k] = coeff.get((j, k), 0.0) + duals[con]
     return float(const), coeff
 
