@@ -86,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     pgsr.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     pgsr.set_defaults(run=_run_compare_pgsr)
     _add_compare_topdown(cmp_sub)
+    _add_compare_mdp(cmp_sub)
 
     bench = sub.add_parser("bench", help="measured speed and memory bars")
     bench_sub = bench.add_subparsers(dest="family", required=True)
@@ -125,6 +126,19 @@ def _parser() -> argparse.ArgumentParser:
     btd.add_argument("--quick", action="store_true", help="small sizes and the 'county' preset")
     btd.add_argument("--json", help="write the measurements to this JSON file")
     btd.set_defaults(run=_run_bench_topdown)
+    bmdp = bench_sub.add_parser(
+        "mdp",
+        help="paper-scale grid: full LP vs Benders at eps = 10/km and 1/km",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    bmdp.add_argument("--epsilon", type=float, nargs="+", default=[10.0, 1.0], help="per-km budgets")
+    bmdp.add_argument("--blocks", type=int, nargs="+", default=[25], help="Benders partitions to try (M)")
+    bmdp.add_argument("--partitioner", default="k-m-DV")
+    bmdp.add_argument("--time-limit", type=float, default=300.0, help="seconds per full-LP / Benders run")
+    bmdp.add_argument("--rows", type=int, default=20)
+    bmdp.add_argument("--cols", type=int, default=25)
+    bmdp.add_argument("--json", help="write the measurements to this JSON file")
+    bmdp.set_defaults(run=_run_bench_mdp)
     return parser
 
 
@@ -302,6 +316,69 @@ def _run_compare_topdown(args) -> int:
     if args.plot:
         plot_topdown(runs, args.plot, title=data.name)
         print(f"wrote {args.plot}")
+    return 0
+
+
+def _add_compare_mdp(cmp_sub) -> None:
+    mdp = cmp_sub.add_parser(
+        "mdp",
+        help="metric DP: full LP vs Benders (partitioners) vs the exponential mechanism",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    mdp.add_argument("--instance", default="mdp/grid", help="mdp/grid, mdp/paper-grid, mdp/gaussian, mdp/road-like")
+    mdp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="generator option (repeatable)")
+    mdp.add_argument(
+        "--methods",
+        nargs="+",
+        default=["full LP simplex", "Benders k-m-DV", "exponential mechanism"],
+        help="any of: 'full LP simplex', 'full LP ipm', 'Benders k-m-DV', 'Benders k-m-rec', "
+        "'Benders k-m-adj', 'Benders BSC', 'exponential mechanism'",
+    )
+    mdp.add_argument("--blocks", type=int, default=4, help="M, the Benders blocks")
+    mdp.add_argument("--gap", type=float, default=1e-3, help="relative stopping gap of Benders")
+    mdp.add_argument("--time-limit", type=float, default=300.0)
+    mdp.add_argument("--partitions", action="store_true", help="also print the partition table (Tables 1-2)")
+    mdp.add_argument("--utility", type=float, nargs="*", help="epsilons of a privacy-utility sweep (Fig. 7)")
+    mdp.add_argument("--executor", default="serial", help="for the subproblem solves: serial, process, dask, or N")
+    mdp.add_argument("--csv", help="write the comparison to this CSV")
+    mdp.add_argument("--plot", help="write the Benders bound trajectories to this PNG")
+    mdp.set_defaults(run=_run_compare_mdp)
+
+
+def _run_compare_mdp(args) -> int:
+    import instances
+    from dpmodels.metricdp.compare import compare_mdp, partition_table, plot_bounds, privacy_utility
+
+    settings = _parse_settings(args.set)
+    seed = settings.pop("seed", 0)
+    data = instances.generate(args.instance, seed=seed, **settings)
+    print(
+        f"instance: {data.name}  N = {data.N}  K = {data.K}  eps = {data.epsilon}  eta = {data.eta}  "
+        f"neighbouring pairs = {data.graph.n_pairs}"
+    )
+    executor = int(args.executor) if args.executor.isdigit() else args.executor
+    table, histories = compare_mdp(data, args.methods, args.blocks, args.gap, args.time_limit, executor=executor)
+    print(table.to_string(index=False))
+    if args.partitions:
+        print("\npartitions (mean ± 1.96 sd over 3 seeds):")
+        print(partition_table(data, args.blocks).to_string(index=False))
+    if args.utility:
+        print("\nprivacy-utility (expected loss):")
+        print(privacy_utility(data, args.utility).to_string(index=False))
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+        print(f"wrote {args.csv}")
+    if args.plot and histories:
+        optimum = table.loc[table.method.str.startswith("full LP"), "objective"].dropna()
+        plot_bounds(histories, args.plot, float(optimum.iloc[0]) if len(optimum) else None)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _run_bench_mdp(args) -> int:
+    from dpmodels.metricdp.bench import run_bench
+
+    run_bench(args.epsilon, args.blocks, args.partitioner, args.time_limit, args.rows, args.cols, args.json)
     return 0
 
 

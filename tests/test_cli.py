@@ -107,3 +107,84 @@ def test_bench_topdown_small(tmp_path):
     data = json.loads(report.read_text())
     assert all(r["same release as serial"] for r in data["state"]["runs"])
     assert all(sum(r["checks"].values()) == 0 for r in data["state"]["runs"])
+
+
+def test_compare_mdp_table_csv_and_plot(tmp_path):
+    csv, png = tmp_path / "mdp.csv", tmp_path / "bounds.png"
+    out = run(
+        "compare",
+        "mdp",
+        "--instance",
+        "mdp/grid",
+        "--set",
+        "rows=4",
+        "--set",
+        "cols=5",
+        "--set",
+        "K=6",
+        "--set",
+        "epsilon=1.0",
+        "--set",
+        "eta=1.5",
+        "--blocks",
+        "3",
+        "--gap",
+        "1e-6",
+        "--methods",
+        "full LP simplex",
+        "Benders k-m-DV",
+        "Benders BSC",
+        "exponential mechanism",
+        "--partitions",
+        "--utility",
+        "0.5",
+        "2",
+        "--csv",
+        str(csv),
+        "--plot",
+        str(png),
+    ).stdout
+    table = pd.read_csv(csv)
+    lp = table.loc[table.method == "full LP simplex", "objective"].item()
+    for method in ("Benders k-m-DV", "Benders BSC"):
+        row = table[table.method == method].iloc[0]
+        assert abs(row.objective - lp) <= 1e-5 * lp and row["bound"] <= lp + 1e-9
+    em = table.loc[table.method == "exponential mechanism", "objective"].item()
+    assert lp <= em  # the LP optimum is the best mDP mechanism, the exponential mechanism is one of them
+    assert (table["max mDP violation (relative)"].dropna() <= 1e-6).all()
+    assert png.stat().st_size > 0 and "privacy-utility" in out and "k-m-rec" in out
+
+
+def test_compare_mdp_bad_method_is_a_clear_error():
+    proc = run(
+        "compare", "mdp", "--set", "rows=3", "--set", "cols=3", "--set", "K=3", "--methods", "simplex", check=False
+    )
+    assert proc.returncode != 0 and "unknown ['simplex']" in proc.stderr
+
+
+def test_bench_mdp_small(tmp_path):
+    report = tmp_path / "bench.json"
+    out = run(
+        "bench",
+        "mdp",
+        "--rows",
+        "4",
+        "--cols",
+        "5",
+        "--epsilon",
+        "2",
+        "--blocks",
+        "2",
+        "3",
+        "--time-limit",
+        "60",
+        "--json",
+        str(report),
+    ).stdout
+    assert "Table 4" in out and "x full LP time" in out
+    rows = json.loads(report.read_text())
+    lp = [r for r in rows if r["run"] == "full LP simplex"][0]["objective"]
+    for r in rows:
+        assert r["status"] in ("Optimal", "optimal", "gap reached"), r
+        if r["run"].startswith("Benders"):
+            assert abs(r["objective"] - lp) <= 1e-3 * lp and r["lower bound"] <= lp + 1e-9

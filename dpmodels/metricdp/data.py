@@ -56,7 +56,7 @@ def destination_costs(path_rec_dest: np.ndarray, path_out_dest: np.ndarray, dest
     if pr.shape[1] != po.shape[1]:
         raise DataValidationError("destinations", "record and output path distances need the same destinations")
     w = np.full(pr.shape[1], 1.0 / pr.shape[1]) if dest_prior is None else np.asarray(dest_prior, dtype=np.float64)
-    return np.einsum("t,itk->ik", w, np.abs(pr.T[:, :, None] - po.T[:, None, :]))
+    return np.einsum("t,tik->ik", w, np.abs(pr.T[:, :, None] - po.T[:, None, :]))
 
 
 @dataclass(frozen=True, eq=False)

@@ -100,6 +100,10 @@ class Highs:
             a.data.astype(np.float64),
         )
 
+    def set_costs(self, cost) -> None:
+        cost = np.asarray(cost, dtype=np.float64)
+        self.h.changeColsCost(len(cost), np.arange(len(cost), dtype=np.int32), cost)
+
     def set_row_bounds(self, rows: np.ndarray, lower, upper) -> None:
         inf = self.highspy.kHighsInf
         self.h.changeRowsBounds(len(rows), np.asarray(rows, dtype=np.int32), _finite(lower, inf), _finite(upper, inf))

@@ -1,0 +1,160 @@
+"""Pyomo subproblem / dual / ray models against the matrix path, and Benders through executors."""
+
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+from pyomo.contrib.solver.common.factory import SolverFactory
+
+import dpmodels.metricdp.benders as B
+from dpmodels.metricdp.data import MDPInstance, Partition, euclidean_distances
+from dpmodels.metricdp.lp import full_lp
+from dpmodels.metricdp.models import (
+    build_master,
+    build_ray_lp,
+    build_subproblem,
+    build_subproblem_dual,
+    cut_from_duals,
+)
+
+
+def grid(eps, eta, rows=4, cols=5, K=None, seed=0):
+    xy = np.array([(r, c) for r in range(rows) for c in range(cols)], float)
+    d = euclidean_distances(xy)
+    rng = np.random.default_rng(seed)
+    outs = np.arange(len(xy)) if K is None else np.sort(rng.choice(len(xy), K, replace=False))
+    prior = rng.dirichlet(np.ones(len(xy)))
+    return MDPInstance(d, d[:, outs], prior, eps, eta, d_ro=d[:, outs], features=xy)
+
+
+def halves(rows=4, cols=5):
+    return np.array([int(c >= cols // 2) for r in range(rows) for c in range(cols)])
+
+
+def optimum(inst):
+    res = full_lp(inst).solve()
+    return res.objective, res.x.reshape(inst.N, inst.K)
+
+
+def ybar_of(z, model):
+    """Boundary values at the subproblem's link records from a full perturbation matrix."""
+    return {(j, k): float(z[j, k]) for j in model.L for k in model.O}
+
+
+def solve_with_duals(model):
+    res = SolverFactory("highs").solve(model)
+    return res, res.solution_loader.get_duals()
+
+
+@pytest.fixture(scope="module")
+def case():
+    inst = grid(1.5, 1.5, K=7)
+    part = Partition.from_labels(halves(), inst.graph)
+    value, z = optimum(inst)
+    return inst, part, value, z
+
+
+@pytest.mark.parametrize("block", [0, 1])
+def test_subproblem_at_the_optimum_prices_the_internal_cost(case, block):
+    inst, part, _, z = case
+    m = build_subproblem(inst, part, block)
+    ybar = ybar_of(z, m)
+    for key, v in ybar.items():
+        m.ybar[key] = v
+    res, duals = solve_with_duals(m)
+    internal = part.internal[block]
+    own = float((inst.weighted_cost[internal] * z[internal]).sum())
+    # z* restricted to X_l is feasible at ybar*, and the LP's own optimum cannot beat it
+    # by more than the full LP's optimality would allow: both equal at the optimum.
+    assert res.incumbent_objective == pytest.approx(own, rel=1e-7, abs=1e-10)
+    const, coeff = cut_from_duals(m, duals)
+    phi = const + sum(c * ybar[key] for key, c in coeff.items())
+    assert phi == pytest.approx(res.incumbent_objective, rel=1e-7, abs=1e-10)  # strong duality
+
+
+@pytest.mark.parametrize("spread", [0.0, 0.1])
+@pytest.mark.parametrize("block", [0, 1])
+def test_pyomo_models_match_the_matrix_path(case, block, spread):
+    inst, part, _, z = case
+    y = part.all_boundary
+    sub = next(s for s in B.build_subproblems(inst, part, y) if s.block == block)
+    rng = np.random.default_rng(block)
+    zy = z[y] * rng.uniform(1 - spread, 1 + spread, z[y].shape)
+    zy /= zy.sum(axis=1, keepdims=True)  # perturbed boundary values: feasible or not
+    full = np.zeros_like(z)
+    full[y] = zy
+    m = build_subproblem(inst, part, block)
+    for key in m.ybar:
+        m.ybar[key] = float(full[key])
+    outcome = B.solve_block(sub, zy.ravel())
+    assert outcome.feasible or spread > 0  # the optimum's own boundary is always feasible
+    if outcome.feasible:
+        res, duals = solve_with_duals(m)
+        assert res.incumbent_objective == pytest.approx(outcome.value, rel=1e-7, abs=1e-10)
+        dual = build_subproblem_dual(inst, part, block, {key: float(full[key]) for key in m.ybar})
+        dres = SolverFactory("highs").solve(dual)
+        assert dres.incumbent_objective == pytest.approx(outcome.value, rel=1e-7, abs=1e-10)
+    else:
+        ray = build_ray_lp(inst, part, block, {key: float(full[key]) for key in m.ybar})
+        rres = SolverFactory("highs").solve(ray)
+        assert rres.incumbent_objective > 1e-9
+
+
+def test_ray_lp_certifies_an_infeasible_boundary(case):
+    inst, part, _, _ = case
+    block = 0
+    m = build_subproblem(inst, part, block)
+    ybar = {}
+    for j in m.L:  # boundary records all put their mass on different outputs: far from mDP-consistent
+        for k in m.O:
+            ybar[j, k] = 1.0 if k == (j % inst.K) else 0.0
+    ray = build_ray_lp(inst, part, block, ybar)
+    value = SolverFactory("highs").solve(ray).incumbent_objective
+    assert value > 1e-6
+    y = part.all_boundary
+    zy = np.zeros((len(y), inst.K))
+    zy[np.arange(len(y)), y % inst.K] = 1.0
+    sub = next(s for s in B.build_subproblems(inst, part, y) if s.block == block)
+    outcome = B.solve_block(sub, zy.ravel())
+    assert not outcome.feasible
+    # the feasibility cut const + coeff . zy > 0 cuts off this boundary point
+    assert outcome.const + outcome.coeff @ zy.ravel()[sub.boundary] > 1e-9
+
+
+def test_master_model_bounds_the_optimum(case):
+    inst, part, value, z = case
+    m = build_master(inst, part)
+    lower = SolverFactory("highs").solve(m).incumbent_objective
+    assert lower <= value + 1e-9
+    # z* restricted to the boundary satisfies every master row (mDP, unit, Property 3.2)
+    for (i, k), var in m.z.items():
+        var.set_value(float(z[i, k]))
+    for block in ("mdp", "unit", "path"):
+        for con in getattr(m, block).values():
+            body = pyo.value(con.body)
+            assert con.upper is None or body <= pyo.value(con.upper) + 1e-9
+            assert con.lower is None or body >= pyo.value(con.lower) - 1e-9
+    assert len(m.path) > 0
+
+
+@pytest.mark.parametrize("executor", ["serial", "process"])
+def test_benders_through_executors_matches_serial(executor):
+    inst = grid(1.0, 1.5, rows=4, cols=6, K=6, seed=3)
+    labels = np.array([c // 2 for r in range(4) for c in range(6)])
+    part = Partition.from_labels(labels, inst.graph)
+    base = B.benders(inst, part, gap=1e-9)
+    run = B.benders(inst, part, gap=1e-9, executor=None if executor == "serial" else 2)
+    lp_value = optimum(inst)[0]
+    assert base.upper_bound == pytest.approx(lp_value, rel=1e-7)
+    assert run.upper_bound == pytest.approx(lp_value, rel=1e-7)
+    assert run.lower_bound <= lp_value + 1e-9
+
+
+def test_benders_on_a_dask_local_cluster():
+    distributed = pytest.importorskip("distributed")
+    inst = grid(1.0, 1.5, rows=4, cols=6, K=6, seed=4)
+    labels = np.array([c // 2 for r in range(4) for c in range(6)])
+    part = Partition.from_labels(labels, inst.graph)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
+        with distributed.Client(cl) as client:
+            res = B.benders(inst, part, gap=1e-9, executor=client)
+    assert res.upper_bound == pytest.approx(optimum(inst)[0], rel=1e-7)
