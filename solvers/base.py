@@ -102,7 +102,7 @@ class StructureSolver(SolverBase):
         """Solve a dpmodels-built ``model`` with this plugin's algorithm."""
         start = datetime.datetime.now(datetime.UTC)
         tick = time.perf_counter()
-        config = self.config(value=kwds, preserve_implicit=True)
+        config = self.config(value=self._lift_options(kwds), preserve_implicit=True)
         marker = self._checked(model)
         solution = self._solve_marker(marker, config)
         values = self._component_values(model, marker, solution)
@@ -110,6 +110,22 @@ class StructureSolver(SolverBase):
         results.timing_info.start_timestamp = start
         results.timing_info.wall_time = time.perf_counter() - tick
         return results
+
+    def _lift_options(self, kwds: dict) -> dict:
+        """Move ``solver_options`` (what ``dpmodels.solve(..., options=...)`` passes) onto the
+        plugin's own declared options; a name the plugin does not declare is an error, never
+        silently ignored."""
+        kwds = dict(kwds)
+        options = dict(kwds.pop("solver_options", None) or {})
+        own = set(self.CONFIG) - set(SolverConfig())
+        unknown = sorted(set(options) - own)
+        if unknown:
+            accepted = sorted(own) or "none"
+            raise ValueError(f"{self.name} does not take the options {unknown}; its options are {accepted}")
+        clash = sorted(set(options) & set(kwds))
+        if clash:
+            raise ValueError(f"{self.name}: options {clash} given twice (as keywords and in solver_options)")
+        return {**kwds, **options}
 
     # ---------------------------------------------------------------- subclass hooks
     def _solve_marker(self, marker: StructureMarker, config) -> StructureSolution:

@@ -42,7 +42,17 @@ class BendersConfig(SolverConfig):
         self.gap_type = self.declare("gap_type", ConfigValue(default="relative", description="relative or absolute"))
         self.max_iter = self.declare("max_iter", ConfigValue(default=500, domain=PositiveInt))
         self.init_cuts = self.declare(
-            "init_cuts", ConfigValue(default="all", description="Property-3.2 rows in the master: all, two-hop or none")
+            "init_cuts",
+            ConfigValue(
+                default="lazy",
+                description="Property-3.2 rows in the master: lazy (added when violated), all, two-hop or none",
+            ),
+        )
+        self.stabilize = self.declare(
+            "stabilize",
+            ConfigValue(
+                default=0.5, description="in-out weight of the master's point in the separation point (1 = plain Kelley)"
+            ),
         )
         self.executor = self.declare("executor", ConfigValue(default=None, description="for the subproblem solves"))
 
@@ -77,6 +87,7 @@ class MDPBendersSolver(StructureSolver):
             max_iter=config.max_iter,
             time_limit=config.time_limit,
             init_cuts=config.init_cuts,
+            stabilize=config.stabilize,
             executor=config.executor,
         )
         termination = {

@@ -53,6 +53,7 @@ class Subproblem:
     _model: object = field(default=None, repr=False)
     _elastic: object = field(default=None, repr=False)
     _ray: object = field(default=None, repr=False)
+    deadline: float | None = None  # wall-clock time (time.time()) at which solves stop: Benders' time limit
 
     def __getstate__(self):  # persistent HiGHS objects stay in the process that made them
         state = dict(self.__dict__)
@@ -148,7 +149,9 @@ def solve_block(sub: Subproblem, ybar: np.ndarray, cut_tol: float = 1e-7) -> Blo
     3. otherwise the infeasibility is below solver tolerance: the rows are relaxed by the
        elastic LP's slacks (at most ``cut_tol``), the relaxed LP gives x and duals.  Any dual-
        feasible multipliers give a valid optimality cut (the dual region does not depend on
-       the right-hand side), and x violates the true rows by at most ``cut_tol``.
+       the right-hand side), and x violates the true rows by at most ``cut_tol`` plus any widening
+       HiGHS's own tolerances needed (``cut_tol``, then ``10 cut_tol``, ``100 cut_tol``; both were
+       needed at eps = 10/km), recorded as the outcome's ``violation``.
     """
     tick = time.perf_counter()
     rhs = sub.rhs(ybar[sub.beta_pos])
@@ -160,10 +163,34 @@ def solve_block(sub: Subproblem, ybar: np.ndarray, cut_tol: float = 1e-7) -> Blo
     if violation > cut_tol:
         return BlockOutcome(sub.block, False, None, const, coeff, None, time.perf_counter() - tick)
     res = _primal(sub, rhs - slack)
+    widen = cut_tol
+    while res.objective is None and widen <= 100 * cut_tol:  # HiGHS's own tolerances: widen the >= rows
+        margin = np.concatenate([np.full(sub.n_rows - len(sub.internal), widen), np.zeros(len(sub.internal))])
+        sub._model.h.clearSolver()
+        res = _primal(sub, rhs - slack - margin)
+        violation += widen
+        widen *= 10
     if res.objective is None:
         raise RuntimeError(f"subproblem {sub.block}: infeasible by {violation:.2e} yet the relaxed LP is {res.status}")
     const, coeff = sub.cut(res.row_dual)
     return BlockOutcome(sub.block, True, res.objective, const, coeff, res.x, time.perf_counter() - tick, violation)
+
+
+class TimeUp(Exception):
+    """Benders' time limit ran out inside an LP solve."""
+
+
+def _timed(sub: Subproblem, model: Highs):
+    """Solve one of the block's LPs within what is left of Benders' time limit."""
+    if sub.deadline is not None:
+        left = sub.deadline - time.time()
+        if left <= 0:
+            raise TimeUp
+        model.set_time_limit(left)
+    res = model.solve()
+    if res.status == "Time limit reached":
+        raise TimeUp
+    return res
 
 
 def _primal(sub: Subproblem, rhs: np.ndarray):
@@ -176,7 +203,7 @@ def _primal(sub: Subproblem, rhs: np.ndarray):
         )
     else:
         sub._model.set_row_bounds(np.arange(sub.n_rows), rhs, upper)
-    return sub._model.solve()
+    return _timed(sub, sub._model)
 
 
 def _ray(sub: Subproblem, rhs: np.ndarray, cut_tol: float):
@@ -217,7 +244,7 @@ def _ray_lp(sub: Subproblem, rhs: np.ndarray):
         )
     else:
         sub._ray.set_costs(-rhs)
-    res = sub._ray.solve()
+    res = _timed(sub, sub._ray)
     if res.objective is None:
         return None
     return -res.objective, sub.cut(res.x)
@@ -237,7 +264,7 @@ def _elastic(sub: Subproblem, rhs: np.ndarray):
     else:
         rows = np.arange(sub.n_alpha, sub.n_alpha + 2 * sub.n_link)
         sub._elastic.set_row_bounds(rows, rhs[rows], np.full(len(rows), INF))
-    res = sub._elastic.solve()
+    res = _timed(sub, sub._elastic)
     if res.objective is None:
         raise RuntimeError(f"subproblem {sub.block}: the elastic LP failed ({res.status})")
     n_x = sub.a.shape[1]
@@ -253,11 +280,12 @@ def master_init_cuts(
     y_order: np.ndarray,
     mode: str = "all",
     max_coeff: float = 1e12,
-    max_rows: int = 200_000,
+    max_rows: int | None = 200_000,
 ):
     """Property 3.2 rows ``z_i <= exp(eps D_ij) z_j`` for non-neighbouring boundary pairs (spec 6.2).
 
-    ``mode``: ``"none"``, ``"two-hop"`` (pairs joined by a path of two mDP edges) or ``"all"``;
+    ``mode``: ``"none"``, ``"two-hop"`` (pairs joined by a path of two mDP edges) or ``"all"``
+    (:func:`benders` also takes ``"lazy"``: all of them, added to the master when violated);
     pairs whose coefficient exceeds ``max_coeff`` are vacuous and skipped; if more than
     ``max_rows`` rows remain, the tightest pairs (smallest D) are kept.
     """
@@ -265,7 +293,7 @@ def master_init_cuts(
     if mode == "none" or len(y_order) < 2:
         return np.empty(0, int), np.empty(0, int), np.empty(0)
     if mode not in ("two-hop", "all"):
-        raise DataValidationError("init_cuts", f"must be 'none', 'two-hop' or 'all', got {mode!r}")
+        raise DataValidationError("init_cuts", f"must be 'lazy', 'all', 'two-hop' or 'none', got {mode!r}")
     dist = g.shortest_paths(y_order)[:, y_order]
     if mode == "two-hop":
         adj = g.adjacency().astype(bool).astype(np.int32)
@@ -280,7 +308,7 @@ def master_init_cuts(
     keep = ~neighbour & np.isfinite(dist) & (instance.epsilon * dist <= np.log(max_coeff))
     i, j = np.nonzero(keep)
     d = dist[i, j]
-    if len(i) * K > max_rows:
+    if max_rows is not None and len(i) * K > max_rows:
         order = np.argsort(d, kind="stable")[: max_rows // K]
         i, j, d = i[order], j[order], d[order]
     return i, j, np.exp(instance.epsilon * d)
@@ -306,6 +334,42 @@ class Master:
             vals = np.concatenate([-vals, [1.0]])
             row = sp.csr_matrix((vals, (np.zeros(len(cols), int), cols)), shape=(1, self.n_z + len(self.w_index)))
             self.model.add_rows(row, [const], [INF])
+
+
+@dataclass
+class LazyRows:
+    """Property-3.2 rows kept outside the master and added when the master's point violates them.
+
+    Every row is valid for the full LP, so the master stays a relaxation (its optimum a lower
+    bound) whichever of them it holds; adding only the violated ones keeps the master small
+    (measured: the eager rows made each warm-started master solve ~10x slower).
+    """
+
+    i: np.ndarray  # positions in the master's Y order
+    j: np.ndarray
+    coef: np.ndarray
+    added: np.ndarray  # (pairs, K) bool
+
+    CHUNK = 20_000
+
+    def violated(self, zy: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+        """(pair, output) indices of rows ``z_i - coef z_j <= 0`` violated by more than ``tol``."""
+        found_p, found_k = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+        for lo in range(0, len(self.i), self.CHUNK):
+            sl = slice(lo, lo + self.CHUNK)
+            gap = zy[self.i[sl]] - self.coef[sl, None] * zy[self.j[sl]]
+            p, k = np.nonzero((gap > tol) & ~self.added[sl])
+            found_p.append(p + lo)
+            found_k.append(k)
+        return np.concatenate(found_p), np.concatenate(found_k)
+
+    def add_to(self, master: Master, pairs: np.ndarray, ks: np.ndarray) -> None:
+        self.added[pairs, ks] = True
+        n, K = len(pairs), self.added.shape[1]
+        cols = np.column_stack([self.i[pairs] * K + ks, self.j[pairs] * K + ks]).ravel()
+        vals = np.column_stack([np.ones(n), -self.coef[pairs]]).ravel()
+        a = sp.csr_matrix((vals, (np.repeat(np.arange(n), 2), cols)), shape=(n, master.n_z + len(master.w_index)))
+        master.model.add_rows(a, np.full(n, -INF), np.zeros(n))
 
 
 def build_master(
@@ -370,59 +434,97 @@ def benders(
     gap_type: str = "relative",
     max_iter: int = 500,
     time_limit: float | None = None,
-    init_cuts: str = "all",
+    init_cuts: str = "lazy",
     max_coeff: float = 1e12,
     max_init_rows: int = 200_000,
     opt_tol: float = 1e-9,
+    stabilize: float = 0.5,
     executor=None,
     progress: bool = False,
 ) -> BendersResult:
     """Solve the perturbation LP by multi-cut Benders over ``part`` (spec 6.8).
 
     Stops when the best upper bound and the lower bound are within ``gap`` (``"absolute"``
-    or ``"relative"``; the paper's setting is absolute 0.01), when an iteration adds no cut
-    (optimal), at ``max_iter`` or at ``time_limit`` seconds.
+    or ``"relative"``; the paper's setting is absolute 0.01), when an iteration at the master's
+    own point adds no cut (optimal), at ``max_iter`` or at ``time_limit`` seconds.
+
+    ``stabilize`` is the in-out weight (Ben-Ameur and Neto 2007; Fischetti, Ljubic and Sinnl
+    2017) of the master's point in the separation point ``stabilize * y_master + (1 - stabilize)
+    * y_core``; the core starts at the exponential mechanism's boundary rows (feasible for the
+    full LP) and moves to every separation point at which all blocks are feasible.  Cuts are valid
+    wherever they are separated, so the lower bound stays a bound; when no cut cuts the master's
+    point off, the next iteration separates at the master's point itself (plain Kelley).
+    ``stabilize = 1`` is the paper's unstabilised method.  Measured on the 8 x 10 notebook grid
+    (balanced spectral partition, 6 blocks): 500 iterations ending at a 1.2% gap without it.
     """
     if gap_type not in ("absolute", "relative"):
         raise DataValidationError("gap_type", f"must be 'absolute' or 'relative', got {gap_type!r}")
+    if not 0.0 < stabilize <= 1.0:
+        raise DataValidationError("stabilize", f"must be in (0, 1], got {stabilize!r}")
     if (instance.cost < 0).any():
         raise DataValidationError("cost", "negative utility losses make the subproblem duals unbounded (spec C3)")
     start = time.perf_counter()
+    deadline = None if time_limit is None else time.time() + time_limit
     y_order = part.all_boundary
     subs = build_subproblems(instance, part, y_order)
-    master, _ = build_master(instance, part, y_order, subs, init_cuts, max_coeff, max_init_rows)
+    for sub in subs:
+        sub.deadline = deadline
+    lazy = None
+    if init_cuts == "lazy":
+        ii, jj, cc = master_init_cuts(instance, part, y_order, "all", max_coeff, max_rows=None)
+        lazy = LazyRows(ii, jj, cc, np.zeros((len(ii), instance.K), dtype=bool))
+    master, _ = build_master(instance, part, y_order, subs, "none" if lazy else init_cuts, max_coeff, max_init_rows)
     build_s = time.perf_counter() - start
+    core = _initial_core(instance, y_order, stabilize)
+    kelley = core is None
     lb, ub, incumbent = -INF, INF, None
     history, first_feasible = [], {}
     status = "max_iter"
     with resolve_executor(executor) as pool:
         for it in range(1, max_iter + 1):
-            mres = master.model.solve()
-            if mres.objective is None:
-                raise RuntimeError(f"Benders master is {mres.status} at iteration {it} (cuts must keep it feasible)")
+            try:
+                mres, lazy_rows = _solve_master(master, lazy, it, deadline)
+            except TimeUp:
+                status = "time limit"
+                break
             lb = max(lb, mres.objective)
-            zy = np.clip(mres.x[: master.n_z], 0.0, 1.0)  # solver tolerance can leave -1e-9: times e^(eps d) it matters
+            z_master = np.clip(mres.x[: master.n_z], 0.0, 1.0)  # tolerance can leave -1e-9: times e^(eps d) it matters
             w = mres.x[master.n_z :]
+            zy = z_master if kelley else stabilize * z_master + (1 - stabilize) * core
             tick = time.perf_counter()
-            outcomes = _solve_blocks(subs, zy, pool)
+            try:
+                outcomes = _solve_blocks(subs, zy, pool)
+            except TimeUp:
+                status = "time limit"
+                break
             sub_s = time.perf_counter() - tick
-            feas_cuts = opt_cuts = 0
+            feas_cuts = opt_cuts = cuts_off_master = 0
             ub_t = float(instance.weighted_cost[y_order].ravel() @ zy)
             all_feasible = True
             for sub, out in zip(subs, outcomes, strict=True):
+                at_master = out.const + out.coeff @ z_master[sub.beta_pos]
                 if not out.feasible:
                     all_feasible = False
                     master.add_cut(None, sub.beta_pos, out.const, out.coeff)
                     feas_cuts += 1
+                    cuts_off_master += at_master > opt_tol
                     continue
                 first_feasible.setdefault(sub.block, it)
                 ub_t += out.value
-                if w[master.w_index[sub.block] - master.n_z] < out.value - opt_tol * max(1.0, abs(out.value)):
+                w_l = w[master.w_index[sub.block] - master.n_z]
+                if w_l < out.value - opt_tol * max(1.0, abs(out.value)) or w_l < at_master - opt_tol * max(
+                    1.0, abs(at_master)
+                ):
                     master.add_cut(sub.block, sub.beta_pos, out.const, out.coeff)
                     opt_cuts += 1
+                    cuts_off_master += w_l < at_master - opt_tol * max(1.0, abs(at_master))
             if all_feasible and ub_t < ub:
                 ub = ub_t
                 incumbent = _assemble(instance, y_order, zy, subs, outcomes)
+            separated_at_master = kelley
+            if all_feasible and stabilize < 1.0:
+                core = zy
+            kelley = core is None or cuts_off_master == 0
             gap_now = (ub - lb) / max(abs(ub), 1e-12) if gap_type == "relative" else ub - lb
             history.append(
                 {
@@ -434,6 +536,7 @@ def benders(
                     "feasibility cuts": feas_cuts,
                     "optimality cuts": opt_cuts,
                     "infeasible subproblems": sum(not o.feasible for o in outcomes),
+                    "Property-3.2 rows added": lazy_rows,
                     "master s": mres.seconds,
                     "subproblems s": sub_s,
                     "slowest subproblem s": max((o.seconds for o in outcomes), default=0.0),
@@ -442,7 +545,7 @@ def benders(
             )
             if progress:
                 print(f"  iteration {it:4d}  LB {lb:.8g}  UB {ub:.8g}  gap {gap_now:.3g}  cuts {feas_cuts}+{opt_cuts}")
-            if feas_cuts + opt_cuts == 0:
+            if feas_cuts + opt_cuts == 0 and separated_at_master:
                 status = "optimal"
                 break
             if gap_now <= gap:
@@ -459,6 +562,39 @@ def benders(
         "master columns": master.n_z + len(master.w_index),
     }
     return BendersResult(incumbent, lb, ub, status, len(history), pd.DataFrame(history), first_feasible, info)
+
+
+def _initial_core(instance: MDPInstance, y_order: np.ndarray, stabilize: float) -> np.ndarray | None:
+    """The exponential mechanism's boundary rows (feasible for the full LP, hence for every block),
+    or None (plain Kelley until a feasible separation point is found) without output distances."""
+    if stabilize >= 1.0 or instance.d_ro is None:
+        return None
+    from dpmodels.metricdp.mechanism import exponential_mechanism
+
+    return exponential_mechanism(instance)[y_order].ravel()
+
+
+def _solve_master(master: Master, lazy: LazyRows | None, it: int, deadline: float | None, tol: float = 1e-9):
+    """Solve the master; with lazy Property-3.2 rows, add the violated ones and re-solve until none is."""
+    added = 0
+    while True:
+        if deadline is not None:
+            if deadline <= time.time():
+                raise TimeUp
+            master.model.set_time_limit(deadline - time.time())
+        res = master.model.solve()
+        if res.status == "Time limit reached":
+            raise TimeUp
+        if res.objective is None:
+            raise RuntimeError(f"Benders master is {res.status} at iteration {it} (cuts must keep it feasible)")
+        if lazy is None:
+            return res, added
+        zy = res.x[: master.n_z].reshape(-1, lazy.added.shape[1])
+        pairs, ks = lazy.violated(zy, tol)
+        if len(pairs) == 0:
+            return res, added
+        lazy.add_to(master, pairs, ks)
+        added += len(pairs)
 
 
 def _solve_blocks(subs: list[Subproblem], zy: np.ndarray, pool) -> list[BlockOutcome]:

@@ -34,7 +34,7 @@ def compare_mdp(
     gap: float = 1e-3,
     time_limit: float | None = 300.0,
     seed=0,
-    init_cuts: str = "all",
+    init_cuts: str = "lazy",
     executor=None,
 ) -> tuple[pd.DataFrame, dict]:
     """One row per method; also returns the Benders histories keyed by method."""

@@ -104,6 +104,13 @@ class Highs:
         cost = np.asarray(cost, dtype=np.float64)
         self.h.changeColsCost(len(cost), np.arange(len(cost), dtype=np.int32), cost)
 
+    def set_time_limit(self, seconds: float) -> None:
+        """Let the next solve run for ``seconds`` from now.  HiGHS's ``time_limit`` is checked
+        against the run time accumulated over *all* of this object's solves (measured: a
+        persistent model given 0.5 s after 1.2 s of earlier solves stopped at once), so the
+        limit is the run time so far plus ``seconds``."""
+        self.h.setOptionValue("time_limit", float(self.h.getRunTime() + max(seconds, 1e-3)))
+
     def set_row_bounds(self, rows: np.ndarray, lower, upper) -> None:
         inf = self.highspy.kHighsInf
         self.h.changeRowsBounds(len(rows), np.asarray(rows, dtype=np.int32), _finite(lower, inf), _finite(upper, inf))
@@ -120,6 +127,7 @@ class Highs:
             self.highspy.HighsModelStatus.kOptimal,
             self.highspy.HighsModelStatus.kInfeasible,
             self.highspy.HighsModelStatus.kUnbounded,
+            self.highspy.HighsModelStatus.kTimeLimit,  # not a numerical failure: no retry
         )
         if retry and status not in ok:
             self.h.clearSolver()

@@ -86,7 +86,7 @@ def test_example_c_grid(eps, eta, lp, expmech, boundary, internal):
     assert expected_loss(inst, exponential_mechanism(inst)) == pytest.approx(expmech, abs=1e-6)
     part = Partition.from_labels(quadrants(), inst.graph)
     assert len(part.all_boundary) == boundary and [len(x) for x in part.internal] == internal
-    for init in ("none", "all"):
+    for init in ("none", "two-hop", "all", "lazy"):
         res = B.benders(inst, part, gap=1e-7, init_cuts=init)
         assert res.upper_bound == pytest.approx(lp, rel=1e-6)
         assert expected_loss(inst, res.z) == pytest.approx(res.upper_bound, rel=1e-9)
@@ -97,11 +97,13 @@ def test_example_c_grid(eps, eta, lp, expmech, boundary, internal):
     "labels",
     [[0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 2, 2], [0] * 6, [0, 1, 2, 3, 4, 5], [0, 1, 0, 1, 0, 1], [2, 2, 0, 0, 0, 1]],
 )
-def test_benders_equals_the_full_lp_for_any_partition(labels):
-    """Spec 9.1 item 4, including one block (no boundary) and blocks without internal records."""
+@pytest.mark.parametrize("stabilize", [1.0, 0.5])
+def test_benders_equals_the_full_lp_for_any_partition(labels, stabilize):
+    """Spec 9.1 item 4, including one block (no boundary) and blocks without internal records;
+    plain Kelley (the paper) and in-out stabilised separation."""
     inst = line(1.0)
     value, _ = lp_optimum(inst)
-    res = B.benders(inst, Partition.from_labels(labels, inst.graph), gap=1e-9)
+    res = B.benders(inst, Partition.from_labels(labels, inst.graph), gap=1e-9, stabilize=stabilize)
     assert res.status in ("optimal", "gap reached")
     assert res.upper_bound == pytest.approx(value, rel=1e-7)
     assert res.lower_bound <= value + 1e-9
@@ -109,10 +111,16 @@ def test_benders_equals_the_full_lp_for_any_partition(labels):
 
 
 @settings(max_examples=20)
-@given(st.integers(0, 10**6), st.integers(1, 5), st.sampled_from([0.5, 1.0, 2.0]), st.sampled_from([1.0, 1.5]))
-def test_benders_bounds_and_cuts_on_random_partitions(seed, m, eps, eta):
+@given(
+    st.integers(0, 10**6),
+    st.integers(1, 5),
+    st.sampled_from([0.5, 1.0, 2.0]),
+    st.sampled_from([1.0, 1.5]),
+    st.sampled_from([1.0, 0.5, 0.2]),
+)
+def test_benders_bounds_and_cuts_on_random_partitions(seed, m, eps, eta, stabilize):
     """Items 4-6: LB non-decreasing, LB <= LP* <= UB at every iteration, every cut valid at the
-    restriction of the full-LP optimum."""
+    restriction of the full-LP optimum; also for cuts separated at in-out (stabilised) points."""
     inst = grid(eps, eta, 4, 5)
     labels = np.random.default_rng(seed).integers(0, m, inst.N)
     part = Partition.from_labels(labels, inst.graph)
@@ -126,7 +134,7 @@ def test_benders_bounds_and_cuts_on_random_partitions(seed, m, eps, eta):
 
     B.Master.add_cut = record
     try:
-        res = B.benders(inst, part, gap=1e-8)
+        res = B.benders(inst, part, gap=1e-8, stabilize=stabilize)
     finally:
         B.Master.add_cut = original
     h = res.history
@@ -142,6 +150,13 @@ def test_benders_bounds_and_cuts_on_random_partitions(seed, m, eps, eta):
             assert phi <= 1e-6
         else:
             assert phi <= wstar[block] + 1e-6
+
+
+@pytest.mark.parametrize("stabilize", [0.0, -0.5, 1.5])
+def test_stabilize_outside_its_range_is_refused(stabilize):
+    inst = line(1.0)
+    with pytest.raises(DataValidationError, match="stabilize"):
+        B.benders(inst, Partition.from_labels([0, 0, 0, 1, 1, 1], inst.graph), stabilize=stabilize)
 
 
 def test_paper_literal_cut_gives_an_invalid_bound():

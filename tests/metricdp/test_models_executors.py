@@ -158,3 +158,46 @@ def test_benders_on_a_dask_local_cluster():
         with distributed.Client(cl) as client:
             res = B.benders(inst, part, gap=1e-9, executor=client)
     assert res.upper_bound == pytest.approx(optimum(inst)[0], rel=1e-7)
+
+
+def test_lazy_property_rows_are_exactly_the_violated_ones():
+    inst = grid(1.0, 1.5, rows=5, cols=6, K=8, seed=5)
+    labels = np.array([2 * (r >= 3) + (c >= 3) for r in range(5) for c in range(6)])
+    part = Partition.from_labels(labels, inst.graph)
+    res = B.benders(inst, part, gap=1e-9, init_cuts="lazy")
+    assert res.upper_bound == pytest.approx(optimum(inst)[0], rel=1e-7)
+    added = res.history["Property-3.2 rows added"]
+    assert added.iloc[0] > 0  # the first master (no cuts) violates some
+    eager = B.master_init_cuts(inst, part, part.all_boundary, "all", max_rows=None)
+    assert 0 < added.sum() < len(eager[0]) * inst.K  # some, not all
+    # the incumbent satisfies every Property-3.2 row (they are valid for the full LP)
+    i, j, c = eager
+    y = part.all_boundary
+    assert (res.z[y[i]] - c[:, None] * res.z[y[j]]).max() <= 1e-9
+    with pytest.raises(Exception, match="init_cuts"):
+        B.benders(inst, part, init_cuts="some")
+
+
+def test_time_limit_stops_inside_a_solve_with_valid_bounds():
+    inst = grid(1.0, 1.5, rows=8, cols=10, K=20, seed=6)
+    part = Partition.from_labels(np.array([c // 5 for r in range(8) for c in range(10)]), inst.graph)
+    tick = __import__("time").perf_counter()
+    res = B.benders(inst, part, gap=1e-9, time_limit=0.3)
+    assert __import__("time").perf_counter() - tick < 10  # the subproblem LPs alone take longer than 0.3 s
+    assert res.status == "time limit"
+    assert res.lower_bound <= optimum(inst)[0] + 1e-9
+
+
+def test_time_limit_of_a_persistent_highs_model_counts_from_now():
+    """HiGHS accumulates run time over a persistent object's solves; ``set_time_limit`` must
+    give the next solve its seconds from now, not stop it because earlier solves used them."""
+    lp = full_lp(grid(1.0, 1.5, 4, 5))
+    first = lp.solve()
+    for _ in range(7):  # accumulate eight solves' worth of run time
+        lp.h.clearSolver()
+        lp.solve(retry=False)
+    lp.h.clearSolver()
+    lp.set_time_limit(lp.h.getRunTime() / 2)  # four solves' worth: already used up, counted from creation
+    again = lp.solve(retry=False)
+    assert again.status == "Optimal"
+    assert again.objective == pytest.approx(first.objective, rel=1e-9)
