@@ -51,7 +51,7 @@ class BendersConfig(SolverConfig):
         self.stabilize = self.declare(
             "stabilize",
             ConfigValue(
-                default=0.5, description="in-out weight of the master's point in the separation point (1 = plain Kelley)"
+                default=0.5, description="in-out weight of the master's point in the separation point (1: plain Kelley)"
             ),
         )
         self.executor = self.declare("executor", ConfigValue(default=None, description="for the subproblem solves"))
