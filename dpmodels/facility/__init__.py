@@ -1,0 +1,33 @@
+"""Differentially private uniform facility location (Esencayi, Gaboardi, Li, Wang, NeurIPS 2019).
+
+* :mod:`.data` - the UFL instance ``(V, d, f, N)`` and λ-HST instances, validated on construction.
+* :mod:`.hst` - HST toolkit (distances, LCA, subtree counts, minset, padding, rep, nearest-in-R,
+  LB9, the exact leaf-only tree DP) and the FRT-λ embedding with its measured stretch.
+* :mod:`.mechanism` - Algorithm 1 (non-private), Algorithm 2 (ε-DP), the exact privacy-loss oracle,
+  the general-metric pipeline publishing (T, R), and the labelled baseline reconstructions.
+* :mod:`.models` - Pyomo builders: UFL MIP / LP relaxation, the tree model, the LB9 antichain LP.
+* :mod:`.compare`, :mod:`.bench` - ``dpmodels compare facility`` and ``dpmodels bench facility``.
+
+Plugins (``solvers/``): ``facility_tree_dp`` (exact tree DP) and ``facility_mechanism`` (Algorithm 2).
+"""
+
+from .data import HST, HSTInstance, UFLInstance
+from .hst import frt_embedding, lb9, tree_dp
+from .mechanism import algorithm1, algorithm2, dp_ufl_general, privacy_loss_exact
+from .models import build_lb9_lp, build_tree_model, build_ufl_mip
+
+__all__ = [
+    "HST",
+    "HSTInstance",
+    "UFLInstance",
+    "frt_embedding",
+    "lb9",
+    "tree_dp",
+    "algorithm1",
+    "algorithm2",
+    "dp_ufl_general",
+    "privacy_loss_exact",
+    "build_ufl_mip",
+    "build_tree_model",
+    "build_lb9_lp",
+]

@@ -1,0 +1,227 @@
+"""Facility-location comparisons (spec 6, a harness of ours: the paper has no experiments).
+
+* :func:`compare_facility` - private cost (the general-metric pipeline, and any baseline) against
+  the MIP optimum and the LP bound, over ε and n, on points in the plane.
+* :func:`stretch_table` - the FRT embedding's measured stretch against the (18b) bound.
+* :func:`lower_bound_table` - ``E cost / E opt`` on the star family against ``0.025/√ε`` (spec 4).
+
+``dpmodels compare facility`` prints all three (:func:`add_cli` registers the subcommand).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.noise import make_rng
+
+from .data import UFLInstance, check_epsilon
+from .hst import measured_stretch
+from .mechanism import BASELINES, dp_ufl_general, run_tree
+from .models import build_ufl_mip, solve_reference
+
+__all__ = ["compare_facility", "stretch_table", "lower_bound_table", "plot_compare", "add_cli"]
+
+
+def _plane(n: int, seed, f: float, clusters: int) -> UFLInstance:
+    import instances
+
+    return instances.generate("facility/plane", seed=seed, n=n, f=f, clusters=clusters)
+
+
+def compare_facility(
+    epsilons: Sequence[float] = (0.25, 0.5, 1.0, 2.0, 5.0),
+    sizes: Sequence[int] = (20, 50),
+    runs: int = 20,
+    seed=0,
+    algorithms: Sequence[str] = ("dp", "base"),
+    f: float = 0.5,
+    clusters: int = 0,
+    solver: str = "highs",
+    lam: float = 1.5,
+    radius_mode: str = "tight",
+    instance: UFLInstance | None = None,
+) -> pd.DataFrame:
+    """One row per (n, ε, algorithm): mean realized / set cost over ``runs`` (fresh tree and noise each
+    run), its ratio to the MIP optimum, the LP bound, mean |R|, |S|, L' and ε used."""
+    unknown = sorted(set(algorithms) - set(BASELINES))
+    if unknown:
+        raise DataValidationError("algorithms", f"unknown {unknown}; choose from {sorted(BASELINES)}")
+    eps_list = [check_epsilon(e) for e in epsilons]
+    rng = make_rng(seed)
+    rows = []
+    cases = [instance] if instance is not None else [_plane(n, rng, f, clusters) for n in sizes]
+    for inst in cases:
+        tick = time.perf_counter()
+        opt = solve_reference(build_ufl_mip(inst), solver)
+        mip_seconds = time.perf_counter() - tick
+        lp = solve_reference(build_ufl_mip(inst, relax=True), solver)
+        for eps in eps_list:
+            for algorithm in algorithms:
+                tick = time.perf_counter()
+                reps = [
+                    dp_ufl_general(inst, eps, lam=lam, radius_mode=radius_mode, rng=rng, algorithm=algorithm)
+                    for _ in range(runs)
+                ]
+                cost = float(np.mean([r.realized_cost for r in reps]))
+                rows.append(
+                    {
+                        "n": inst.n,
+                        "epsilon": eps,
+                        "algorithm": algorithm,
+                        "cost": cost,
+                        "set_cost": float(np.mean([r.set_cost for r in reps])),
+                        "ratio": cost / opt if opt > 0 else 1.0,
+                        "opt": opt,
+                        "lp": lp,
+                        "R": float(np.mean([r.R.size for r in reps])),
+                        "S": float(np.mean([r.S.size for r in reps])),
+                        "L_prime": float(np.mean([r.run.lprime for r in reps])),
+                        "eps_used": float(np.max([r.run.eps_used for r in reps])),
+                        "seconds/run": (time.perf_counter() - tick) / runs,
+                        "mip_seconds": mip_seconds,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def stretch_table(
+    sizes: Sequence[int] = (10, 30, 60), lam: float = 1.5, trees: int = 100, seed=0, modes=("tight", "geometric")
+) -> pd.DataFrame:
+    """Measured stretch ``E[d_T]/d`` of uniform points in the square (spec 2.2's table), one row per (mode, n)."""
+    from .data import euclidean
+
+    rng = make_rng(seed)
+    rows = []
+    for n in sizes:
+        d = euclidean(rng.random((n, 2)))
+        for mode in modes:
+            s = measured_stretch(d, lam=lam, radius_mode=mode, trees=trees, seed=rng)
+            rows.append({"mode": mode, "n": n, **s})
+    return pd.DataFrame(rows)
+
+
+def lower_bound_table(
+    ms: Sequence[int] = (4, 16, 64), n: int = 16, draws: int = 300, seed=7, algorithms=("dp",), epsilon=None
+) -> pd.DataFrame:
+    """``E_P cost / E_P opt`` on the star family (sites all_nodes) beside the bound ``0.025 √m``.
+
+    The algorithms run with ε = 1/m unless ``epsilon`` is given (e.g. the non-private Algorithm 1
+    with ε = 1, which the bound must catch once ``0.025 √m > 1``)."""
+    import instances
+
+    rows = []
+    for m in ms:
+        for algorithm in algorithms:
+            rng = make_rng(seed)
+            costs, opts = [], []
+            for _ in range(draws):
+                inst = instances.generate("facility/star", seed=rng, m=m, n=n)
+                eps = 1 / m if epsilon is None else epsilon
+                costs.append(run_tree(inst, eps, algorithm, rng=rng, sites="all_nodes").cost)
+                opts.append(inst.info["opt"])
+            ratio = float(np.mean(costs) / np.mean(opts))
+            bound = 0.025 * math.sqrt(m)
+            rows.append(
+                {"m": m, "epsilon": 1 / m if epsilon is None else epsilon, "algorithm": algorithm}
+                | {"ratio": ratio, "bound": bound, "below bound": ratio < bound}
+            )
+    return pd.DataFrame(rows)
+
+
+def plot_compare(table: pd.DataFrame, path: str | None = None, title: str = ""):
+    """Cost / opt against ε, one line per (n, algorithm); the LP/MIP ratio is in the legend.
+
+    Saves to ``path`` (and closes the figure) or returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for (n, alg), grp in table.groupby(["n", "algorithm"]):
+        ax.plot(
+            grp.epsilon, grp.ratio, marker="o", label=f"n={n} {alg} (LP/MIP {grp.lp.iloc[0] / grp.opt.iloc[0]:.3f})"
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("ε")
+    ax.set_ylabel("expected cost / MIP optimum")
+    ax.axhline(1, color="grey", lw=0.5)
+    ax.set_title(title or "DP facility location")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    if path is None:
+        return fig
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return None
+
+
+# ------------------------------------------------------------------------------------- CLI
+def add_cli(cmp_sub) -> None:
+    """Register ``dpmodels compare facility``."""
+    import argparse
+
+    p = cmp_sub.add_parser(
+        "facility",
+        help="DP facility location: private cost vs MIP optimum vs LP bound, stretch, lower bound",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--epsilon", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0, 5.0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[20, 50], help="numbers of points in the unit square")
+    p.add_argument("--runs", type=int, default=20, help="runs (fresh tree and noise) per (n, ε, algorithm)")
+    p.add_argument("--algorithms", nargs="+", default=["dp", "base"], help=f"any of {sorted(BASELINES)}")
+    p.add_argument("--f", type=float, default=0.5, help="facility cost")
+    p.add_argument("--clusters", type=int, default=0, help="0: uniform points, k: k Gaussian clusters")
+    p.add_argument("--points", help="your own points file (CSV/whitespace, one location per row) ...")
+    p.add_argument("--counts", help="... and counts file (one integer per row; default: last column of --points)")
+    p.add_argument("--solver", default="highs", help="MIP/LP backend (highs, scip, ...)")
+    p.add_argument("--lam", type=float, default=1.5)
+    p.add_argument("--radius-mode", default="tight", choices=["tight", "geometric"])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--skip-stretch", action="store_true")
+    p.add_argument("--skip-lower-bound", action="store_true")
+    p.add_argument("--csv", help="write the cost table to this CSV")
+    p.add_argument("--plot", help="write cost/opt against ε to this PNG")
+    p.set_defaults(run=run_cli)
+
+
+def run_cli(args) -> int:
+    instance = None
+    if args.points:
+        from instances.facility import from_files
+
+        instance = from_files(args.points, args.counts, f=args.f)
+        if instance.n > 400:
+            raise DataValidationError("points", f"{instance.n} locations: the MIP reference is limited to 400 here")
+        instance = UFLInstance(d=instance.distances, f=instance.f, N=instance.N, name=instance.name)
+    table = compare_facility(
+        args.epsilon,
+        args.sizes,
+        args.runs,
+        args.seed,
+        args.algorithms,
+        args.f,
+        args.clusters,
+        args.solver,
+        args.lam,
+        args.radius_mode,
+        instance,
+    )
+    print("private cost (realized, original metric) vs MIP optimum and LP bound, mean over runs:")
+    print(table.round(4).to_string(index=False))
+    if not args.skip_stretch:
+        print("\nFRT stretch E[d_T]/d over 100 trees (uniform points), against the (18b) bound C·H_n:")
+        print(stretch_table(lam=args.lam).round(3).to_string(index=False))
+    if not args.skip_lower_bound:
+        print("\nstar lower-bound family (ε = 1/m, n = 16, 300 draws): E cost / E opt must be >= 0.025/√ε")
+        print(lower_bound_table().round(3).to_string(index=False))
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+        print(f"wrote {args.csv}")
+    if args.plot:
+        plot_compare(table, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
