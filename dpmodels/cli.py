@@ -3,7 +3,11 @@
 dpmodels instances                     list built-in instances and generators
 dpmodels compare pgsr [options]        Table-7-style comparison of PGSR mechanisms
 dpmodels compare topdown [options]     TopDown post-processing configurations, errors per level
-dpmodels bench pgsr [options]          speed and memory bars, ratios measured in one run
+dpmodels compare mdp [options]         metric DP: full LP vs Benders (four partitioners) vs exponential mechanism
+dpmodels compare submodular [options]  greedy vs continuous greedy vs private algorithms, ratios to the MILP optimum
+dpmodels compare facility [options]    private facility location vs MIP optimum vs LP bound over eps and n
+dpmodels bench pgsr|topdown|mdp|submodular|facility [options]
+                                       speed and memory bars, ratios measured in one run
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ import argparse
 import sys
 
 from dpmodels.core.errors import DPModelsError
-
-FAMILIES = ("pgsr",)
+from dpmodels.facility import bench as facility_bench
+from dpmodels.facility import compare as facility_compare
+from dpmodels.submodular import bench as submodular_bench
+from dpmodels.submodular import compare as submodular_compare
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,6 +93,8 @@ def _parser() -> argparse.ArgumentParser:
     pgsr.set_defaults(run=_run_compare_pgsr)
     _add_compare_topdown(cmp_sub)
     _add_compare_mdp(cmp_sub)
+    submodular_compare.add_parser(cmp_sub)
+    facility_compare.add_parser(cmp_sub)
 
     bench = sub.add_parser("bench", help="measured speed and memory bars")
     bench_sub = bench.add_subparsers(dest="family", required=True)
@@ -139,6 +147,8 @@ def _parser() -> argparse.ArgumentParser:
     bmdp.add_argument("--cols", type=int, default=25)
     bmdp.add_argument("--json", help="write the measurements to this JSON file")
     bmdp.set_defaults(run=_run_bench_mdp)
+    submodular_bench.add_parser(bench_sub)
+    facility_bench.add_parser(bench_sub)
     return parser
 
 

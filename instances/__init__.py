@@ -88,4 +88,4 @@ def generate(name: str, seed=0, **shape):
 
 
 def _load_families() -> None:
-    from . import metricdp, pgsr, topdown  # noqa: F401  (register on import)
+    from . import facility, metricdp, pgsr, submodular, topdown  # noqa: F401  (register on import)

@@ -22,11 +22,16 @@ def register(name: str, cls: type, doc: str) -> type:
 
 def _register_all() -> None:
     from .clarabel import ClarabelSolver
+    from .facility_mechanism import FacilityMechanismSolver
+    from .facility_tree_dp import FacilityTreeDPSolver
     from .mdp_benders import MDPBendersSolver
     from .pgsr_chain import PGSRChainSolver
     from .pgsr_cumulative import CumulativeDPSolver, IsotonicPAVASolver
     from .pgsr_dp import PGSRDPSolver
     from .pgsr_dp_op import PGSRDPOPSolver
+    from .submodular_cg import ContinuousGreedySolver, PrivateContinuousGreedySolver
+    from .submodular_greedy import SubmodularGreedySolver
+    from .submodular_matroid import MatroidGreedySolver
     from .topdown_flow import FlowRoundingSolver
     from .topdown_tree import TreeL2Solver
 
@@ -38,7 +43,13 @@ def _register_all() -> None:
     register("pgsr_cdp", CumulativeDPSolver, "PGSR Model 2 by Algorithm 2, a heuristic (dpmodels)")
     register("topdown_flow", FlowRoundingSolver, "TopDown L1 rounding as a min-cost flow (dpmodels)")
     register("topdown_tree_l2", TreeL2Solver, "TopDown L2 by per-cell simplex projection (dpmodels)")
+    register("facility_tree_dp", FacilityTreeDPSolver, "UFL on an HST (leaf sites) by the exact tree DP (dpmodels)")
+    register("facility_mechanism", FacilityMechanismSolver, "eps-DP facility location, Algorithm 2 (dpmodels)")
     register("mdp_benders", MDPBendersSolver, "metric-DP perturbation LP by Benders decomposition (dpmodels)")
+    register("submodular_matroid_greedy", MatroidGreedySolver, "matroid LP by the greedy algorithm (dpmodels)")
+    register("submodular_cg", ContinuousGreedySolver, "multilinear relaxation by continuous greedy (dpmodels)")
+    register("submodular_private_cg", PrivateContinuousGreedySolver, "private continuous greedy, Alg. 1/2 (dpmodels)")
+    register("submodular_greedy", SubmodularGreedySolver, "greedy / Mitrovic / k-greedy / Alg. 3-4 on MILPs (dpmodels)")
 
 
 _register_all()

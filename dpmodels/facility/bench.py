@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["bench_pipeline", "bench_tree_dp", "bench_tree_dp_scaling", "run_bench", "add_cli"]
+__all__ = ["bench_pipeline", "bench_tree_dp", "bench_tree_dp_scaling", "run_bench", "add_parser"]
 
 
 def bench_pipeline(n: int = 100_000, epsilon: float = 1.0, f: float = 0.01, seed: int = 0) -> dict:
@@ -147,7 +147,7 @@ def run_bench(
     return out
 
 
-def add_cli(bench_sub) -> None:
+def add_parser(bench_sub) -> None:
     """Register ``dpmodels bench facility``."""
     import argparse
 

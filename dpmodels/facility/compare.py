@@ -5,7 +5,7 @@
 * :func:`stretch_table` - the FRT embedding's measured stretch against the (18b) bound.
 * :func:`lower_bound_table` - ``E cost / E opt`` on the star family against ``0.025/√ε`` (spec 4).
 
-``dpmodels compare facility`` prints all three (:func:`add_cli` registers the subcommand).
+``dpmodels compare facility`` prints all three (:func:`add_parser` registers the subcommand).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from .hst import measured_stretch
 from .mechanism import BASELINES, dp_ufl_general, run_tree
 from .models import build_ufl_mip, solve_reference
 
-__all__ = ["compare_facility", "stretch_table", "lower_bound_table", "plot_compare", "add_cli"]
+__all__ = ["compare_facility", "stretch_table", "lower_bound_table", "plot_compare", "add_parser"]
 
 
 def _plane(n: int, seed, f: float, clusters: int) -> UFLInstance:
@@ -160,7 +160,7 @@ def plot_compare(table: pd.DataFrame, path: str | None = None, title: str = ""):
 
 
 # ------------------------------------------------------------------------------------- CLI
-def add_cli(cmp_sub) -> None:
+def add_parser(cmp_sub) -> None:
     """Register ``dpmodels compare facility``."""
     import argparse
 

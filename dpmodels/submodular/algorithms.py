@@ -1,0 +1,318 @@
+"""Non-private algorithms: greedy, continuous greedy, rounding, k-greedy, brute-force OPT (spec 3.3, 3.6).
+
+These read ``F_D`` without noise: given a private :class:`PrivacyAccountant` they refuse to run
+(``diagnostic=True`` lets them run for reports).  Swap rounding and randomized pipage rounding
+never query ``F`` and take their own rng, so they are private post-processing.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.noise import make_rng
+
+from .accounting import PrivacyAccountant
+from .data import KSubmodularFunction, SetFunction
+from .matroids import Matroid, PartitionMatroid, UniformMatroid
+from .multilinear import SampledGradient, gradient, has_closed_form, multilinear
+
+__all__ = [
+    "check_pair",
+    "GreedyResult",
+    "greedy",
+    "ContinuousGreedyResult",
+    "continuous_greedy",
+    "gradient_oracle",
+    "swap_rounding",
+    "pipage_rounding",
+    "brute_force_opt",
+    "k_greedy",
+    "k_brute_force_opt",
+]
+
+
+def check_pair(F, M: Matroid) -> None:
+    """The matroid must live on the function's ground set."""
+    if M.n != F.n:
+        raise DataValidationError("matroid", f"ground set of {M.n} elements but the function has {F.n}")
+
+
+def _guard(accountant: PrivacyAccountant | None, component: str, diagnostic: bool) -> None:
+    if accountant is not None:
+        accountant.require_private(component, diagnostic)
+
+
+@dataclass
+class GreedyResult:
+    """A set (mask) with its value and the oracle calls it took."""
+
+    S: np.ndarray
+    value: float
+    calls: int
+    order: list = field(default_factory=list)
+    accountant: PrivacyAccountant | None = None
+    info: dict = field(default_factory=dict)
+
+
+def greedy(F: SetFunction, M: Matroid, accountant=None, diagnostic: bool = False) -> GreedyResult:
+    """Matroid greedy: add the feasible element of largest marginal gain (ties: lowest index) until
+    a base (1/2-approximation; 1 - 1/e for uniform matroids)."""
+    check_pair(F, M)
+    _guard(accountant, "greedy", diagnostic)
+    start = F.calls
+    S = np.zeros(F.n, bool)
+    order = []
+    current = F(S)
+    for _ in range(M.r):
+        best, best_gain, best_value = -1, -np.inf, current
+        for e in _extensions(M, S):
+            S[e] = True
+            value = F(S)
+            S[e] = False
+            if value - current > best_gain:
+                best, best_gain, best_value = e, value - current, value
+        S[best] = True
+        order.append(best)
+        current = best_value
+    return GreedyResult(S, current, F.calls - start, order)
+
+
+def _extensions(M: Matroid, S: np.ndarray) -> list[int]:
+    """``Lambda(S) = {e not in S : S + e independent}``."""
+    out = []
+    for e in np.flatnonzero(~S):
+        S[e] = True
+        if M.is_independent(S):
+            out.append(int(e))
+        S[e] = False
+    return out
+
+
+# ----------------------------------------------------------------------------- continuous greedy
+
+
+def gradient_oracle(F: SetFunction, mode: str = "auto", samples: int | None = None, rng=None, kind: str = "partial"):
+    """``x -> grad f(x)``: closed form / enumeration, or sampled with ``samples`` common random sets."""
+    if mode == "sampled":
+        if samples is None:
+            raise DataValidationError("samples", "sampled gradients need a fixed sample count m")
+        sampler = SampledGradient(samples, make_rng(rng))
+        return lambda x: sampler(F, x, kind)
+    return lambda x: gradient(F, x, mode, kind)
+
+
+@dataclass
+class ContinuousGreedyResult:
+    """``x_T = (1/T) sum_t y_t`` with its directions (bases), value ``f(x_T)`` and counts."""
+
+    x: np.ndarray
+    directions: list
+    value: float
+    calls: int
+    S: np.ndarray | None = None
+    rounded_value: float | None = None
+    info: dict = field(default_factory=dict)
+
+    @property
+    def coefficients(self) -> np.ndarray:
+        return np.full(len(self.directions), 1.0 / len(self.directions))
+
+
+def continuous_greedy(
+    F: SetFunction,
+    M: Matroid,
+    T: int | None = None,
+    direction: str = "greedy",
+    gradient_mode: str = "auto",
+    samples: int | None = None,
+    rounding: str = "swap",
+    seed=None,
+    accountant=None,
+    diagnostic: bool = False,
+) -> ContinuousGreedyResult:
+    """Non-private continuous greedy: ``y_t = argmax_{y in P(M)} <y, grad f(x_t)>`` (matroid greedy,
+    or the Pyomo LP over the base polytope solved by HiGHS with ``direction="highs"``), step ``1/T``
+    (default ``T = r``), then swap rounding (``rounding="swap"``), randomized pipage (``"pipage"``) or
+    none.  Streams: ``seed`` spawns independent rngs for gradient samples and rounding."""
+    check_pair(F, M)
+    _guard(accountant, "continuous greedy", diagnostic)
+    T = M.r if T is None else int(T)
+    if T < 1:
+        raise DataValidationError("T", f"the number of steps must be >= 1, got {T}")
+    grad_rng, round_rng = np.random.SeedSequence(_entropy(seed)).spawn(2)
+    grad = gradient_oracle(F, gradient_mode, samples, np.random.default_rng(grad_rng))
+    start = F.calls
+    x = np.zeros(F.n)
+    directions = []
+    for _ in range(T):
+        w = grad(x)
+        y = lp_direction(M, w) if direction == "highs" else M.max_weight_base(w).astype(float)
+        directions.append(y)
+        x = x + y / T
+    x = np.clip(np.mean(directions, axis=0), 0.0, 1.0)
+    value = multilinear(F, x) if has_closed_form(F) or F.n <= 16 else float("nan")
+    res = ContinuousGreedyResult(x, directions, value, F.calls - start)
+    _round(res, F, M, rounding, np.random.default_rng(round_rng))
+    return res
+
+
+def _entropy(seed):
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(2**63))
+    return seed
+
+
+def lp_direction(M: Matroid, w) -> np.ndarray:
+    """The direction LP of spec 6.1 over the base polytope, solved by HiGHS through Pyomo."""
+    import pyomo.environ as pyo
+
+    from dpmodels.core.facade import solve
+
+    from .models import build_matroid_lp
+
+    model = build_matroid_lp(M, w, base=True)
+    solve(model, "highs", raise_on_nonoptimal=True)
+    return np.clip(np.array([pyo.value(model.y[e]) for e in range(M.n)]), 0.0, 1.0)
+
+
+def _round(res: ContinuousGreedyResult, F, M, rounding: str, rng) -> None:
+    if rounding == "none":
+        return
+    if rounding == "swap":
+        bases = [d > 0.5 for d in res.directions]
+        if any(not np.allclose(d, b) for d, b in zip(res.directions, bases, strict=True)):
+            raise DataValidationError("directions", "swap rounding needs 0/1 base directions")
+        res.S = swap_rounding(M, bases, res.coefficients, rng)
+    elif rounding == "pipage":
+        res.S = pipage_rounding(M, res.x, rng)
+    else:
+        raise DataValidationError("rounding", f"must be swap, pipage or none, got {rounding!r}")
+    res.rounded_value = F(res.S)
+
+
+# ----------------------------------------------------------------------------- rounding
+
+
+def swap_rounding(M: Matroid, bases, coefficients, rng) -> np.ndarray:
+    """Chekuri-Vondrak-Zenklusen swap rounding of ``sum_i beta_i 1_{B_i}`` (spec 3.3).
+
+    Preserves marginals, returns a base, never queries ``F`` (private post-processing).
+    """
+    rng = make_rng(rng)
+    beta = np.asarray(coefficients, dtype=np.float64)
+    if len(bases) != beta.size or beta.size == 0 or beta.min() < 0 or abs(beta.sum() - 1) > 1e-9:
+        raise DataValidationError("coefficients", "need one non-negative coefficient per base, summing to 1")
+    current = np.asarray(bases[0], bool).copy()
+    gamma = beta[0]
+    for k in range(1, len(bases)):
+        current = _merge(M, gamma, current, beta[k], np.asarray(bases[k], bool).copy(), rng)
+        gamma += beta[k]
+    return current
+
+
+def _merge(M: Matroid, b1: float, B1: np.ndarray, b2: float, B2: np.ndarray, rng) -> np.ndarray:
+    while not np.array_equal(B1, B2):
+        i = int(np.flatnonzero(B1 & ~B2)[0])
+        j = M.strong_exchange(B1, B2, i)
+        if b1 + b2 <= 0 or rng.random() < b1 / (b1 + b2):
+            B2[j], B2[i] = False, True
+        else:
+            B1[i], B1[j] = False, True
+    return B1
+
+
+def pipage_rounding(M: Matroid, x, rng) -> np.ndarray:
+    """Randomized pipage (dependent) rounding for uniform and partition matroids (spec 3.3).
+
+    Oblivious to ``F``, preserves marginals; a lone fractional coordinate of a block is rounded
+    independently (keeps the block's cap since the block sum is at most the cap).
+    """
+    rng = make_rng(rng)
+    x = np.asarray(x, dtype=np.float64).copy()
+    if isinstance(M, UniformMatroid):
+        blocks = [np.arange(M.n)]
+    elif isinstance(M, PartitionMatroid):
+        blocks = M.blocks
+    else:
+        raise DataValidationError("matroid", f"randomized pipage is for uniform/partition matroids, got {M.kind}")
+    if not M.contains(x):
+        raise DataValidationError("x", "must lie in the matroid polytope")
+    tol = 1e-12
+    for members in blocks:
+        while True:
+            frac = [int(e) for e in members if tol < x[e] < 1 - tol]
+            if len(frac) < 2:
+                break
+            a, b = frac[0], frac[1]
+            d1, d2 = min(1 - x[a], x[b]), min(x[a], 1 - x[b])
+            if rng.random() < d2 / (d1 + d2):
+                x[a], x[b] = x[a] + d1, x[b] - d1
+            else:
+                x[a], x[b] = x[a] - d2, x[b] + d2
+        for e in members:
+            if tol < x[e] < 1 - tol:
+                x[e] = 1.0 if rng.random() < x[e] else 0.0
+    return x > 0.5
+
+
+# ----------------------------------------------------------------------------- exact OPT
+
+
+def brute_force_opt(F: SetFunction, M: Matroid) -> tuple[float, np.ndarray]:
+    """``max_{S in I} F(S)`` over the bases (monotone F), small |E| only."""
+    check_pair(F, M)
+    best, arg = -np.inf, None
+    for B in M.bases():
+        value = F(B)
+        if value > best + 1e-12:
+            best, arg = value, B
+    return best, arg
+
+
+# ----------------------------------------------------------------------------- k-submodular
+
+
+def k_extensions(M: Matroid, s: np.ndarray) -> list[int]:
+    return _extensions(M, s != 0)
+
+
+def k_greedy(F: KSubmodularFunction, M: Matroid, accountant=None, diagnostic: bool = False) -> GreedyResult:
+    """Sakaue's greedy: ``r`` steps, each adding the ``(e, i)`` of largest gain (ties: lowest e, then i)."""
+    check_pair(F, M)
+    _guard(accountant, "k-greedy", diagnostic)
+    start = F.calls
+    s = np.zeros(F.n, dtype=np.int64)
+    order = []
+    current = F(s)
+    for _ in range(M.r):
+        best, best_value = None, -np.inf
+        for e in k_extensions(M, s):
+            for i in range(1, F.k + 1):
+                s[e] = i
+                value = F(s)
+                s[e] = 0
+                if value > best_value:
+                    best, best_value = (e, i), value
+        s[best[0]] = best[1]
+        order.append(best)
+        current = best_value
+    return GreedyResult(s, current, F.calls - start, order)
+
+
+def k_brute_force_opt(F: KSubmodularFunction, M: Matroid) -> tuple[float, np.ndarray]:
+    """``max F(s)`` over ``s`` with ``supp(s)`` independent (small |E| only)."""
+    check_pair(F, M)
+    if (F.k + 1) ** F.n > 5**8:
+        raise DataValidationError("F", "brute force over (k+1)^E is for tiny instances")
+    best, arg = -np.inf, None
+    for combo in itertools.product(range(F.k + 1), repeat=F.n):
+        s = np.array(combo)
+        if M.is_independent(s != 0):
+            value = F(s)
+            if value > best + 1e-12:
+                best, arg = value, s
+    return best, arg

@@ -1,0 +1,507 @@
+"""Matroids on ``E = {0..n-1}``: uniform, partition, laminar, graphic and explicit (spec 1.4, 3.0, 6.1).
+
+Each matroid has an independence oracle, rank, the greedy max-weight independent set and base
+(exact by Edmonds' theorem), base enumeration for small instances, an exact sampler of the
+product-weight distribution ``Pr[B] ~ prod_{e in B} exp(l_e)`` (the exponential mechanism over
+bases, spec 3.1 ``cover="bases"``), the strong-exchange step of swap rounding, membership in
+the matroid polytope (6.2) and the Pyomo constraints of the polytope (6.1; Martin's compact
+extended formulation for graphic matroids).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pyomo.environ as pyo
+from scipy.special import logsumexp
+
+from dpmodels.core.errors import DataValidationError
+
+from .data import as_mask
+
+__all__ = [
+    "Matroid",
+    "UniformMatroid",
+    "PartitionMatroid",
+    "LaminarMatroid",
+    "GraphicMatroid",
+    "ExplicitMatroid",
+    "esp_sample",
+]
+
+#: Enumeration (bases, generic polytope rows, generic samplers) is allowed up to this |E|.
+ENUMERATION_MAX = 20
+TOL = 1e-9
+
+
+class Matroid:
+    """Common interface; subclasses implement ``is_independent`` and may speed up the rest."""
+
+    n: int
+    kind = "matroid"
+
+    def is_independent(self, S) -> bool:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- rank and greedy
+    def rank(self, S=None) -> int:
+        """``r(S)``: size of a maximal independent subset (greedy is exact for matroids)."""
+        mask = np.ones(self.n, bool) if S is None else as_mask(S, self.n)
+        chosen = np.zeros(self.n, bool)
+        for e in np.flatnonzero(mask):
+            chosen[e] = True
+            if not self.is_independent(chosen):
+                chosen[e] = False
+        return int(chosen.sum())
+
+    @property
+    def r(self) -> int:
+        if not hasattr(self, "_r"):
+            self._r = self.rank()
+        return self._r
+
+    def _greedy(self, w, positive_only: bool) -> np.ndarray:
+        w = np.asarray(w, dtype=np.float64)
+        if w.shape != (self.n,):
+            raise DataValidationError("weights", f"need {self.n} weights, got shape {w.shape}")
+        order = np.lexsort((np.arange(self.n), -w))  # weight descending, ties by lowest index
+        chosen = np.zeros(self.n, bool)
+        size = 0
+        for e in order:
+            if positive_only and w[e] <= 0:
+                break
+            chosen[e] = True
+            if self.is_independent(chosen):
+                size += 1
+                if size == self.r:
+                    break
+            else:
+                chosen[e] = False
+        return chosen
+
+    def max_weight_independent(self, w) -> np.ndarray:
+        """Greedy max-weight independent set (elements of positive weight only)."""
+        return self._greedy(w, positive_only=True)
+
+    def max_weight_base(self, w) -> np.ndarray:
+        """Greedy max-weight base; ties broken by the lowest element index."""
+        return self._greedy(w, positive_only=False)
+
+    # ---------------------------------------------------------------- enumeration
+    def _check_small(self, what: str) -> None:
+        if self.n > ENUMERATION_MAX:
+            raise DataValidationError("matroid", f"{what} enumerates subsets; |E| = {self.n} > {ENUMERATION_MAX}")
+
+    def bases(self) -> list[np.ndarray]:
+        """Every base as a mask, in lexicographic order of the element tuples (small |E| only)."""
+        self._check_small("bases()")
+        out = []
+        for combo in itertools.combinations(range(self.n), self.r):
+            mask = as_mask(combo, self.n)
+            if self.is_independent(mask):
+                out.append(mask)
+        return out
+
+    def independent_sets(self) -> list[np.ndarray]:
+        self._check_small("independent_sets()")
+        out = []
+        for size in range(self.r + 1):
+            for combo in itertools.combinations(range(self.n), size):
+                mask = as_mask(combo, self.n)
+                if self.is_independent(mask):
+                    out.append(mask)
+        return out
+
+    # ---------------------------------------------------------------- sampling
+    def sample_base(self, log_weights, rng) -> np.ndarray:
+        """A base ``B`` with probability proportional to ``exp(sum_{e in B} log_weights[e])``.
+
+        Generic version: enumerate the bases (small |E|); subclasses have polynomial samplers.
+        """
+        bases = self.bases()
+        lw = np.asarray(log_weights, dtype=np.float64)
+        scores = np.array([lw[b].sum() for b in bases])
+        p = np.exp(scores - logsumexp(scores))
+        return bases[int(rng.choice(len(bases), p=p))].copy()
+
+    # ---------------------------------------------------------------- exchange
+    def strong_exchange(self, B1, B2, i: int) -> int:
+        """``j in B2 \\ B1`` with ``B1 - i + j`` and ``B2 - j + i`` both bases (exists for matroids)."""
+        B1, B2 = as_mask(B1, self.n), as_mask(B2, self.n)
+        if not B1[i] or B2[i]:
+            raise DataValidationError("i", f"element {i} must be in B1 minus B2")
+        for j in np.flatnonzero(B2 & ~B1):
+            a, b = B1.copy(), B2.copy()
+            a[i], a[j] = False, True
+            b[j], b[i] = False, True
+            if self.is_independent(a) and self.is_independent(b):
+                return int(j)
+        raise DataValidationError("matroid", "strong exchange failed: the independence oracle is not a matroid")
+
+    # ---------------------------------------------------------------- polytope
+    def contains(self, x, base: bool = False, tol: float = TOL) -> bool:
+        """Membership of ``x`` in the matroid (or base) polytope, by the rank inequalities."""
+        x = np.asarray(x, dtype=np.float64)
+        if x.shape != (self.n,) or x.min() < -tol or x.max() > 1 + tol:
+            return False
+        if base and abs(x.sum() - self.r) > tol * max(1, self.n):
+            return False
+        return self._rank_inequalities_hold(x, tol)
+
+    def _rank_inequalities_hold(self, x, tol) -> bool:
+        self._check_small("contains()")
+        for size in range(1, self.n + 1):
+            for combo in itertools.combinations(range(self.n), size):
+                if x[list(combo)].sum() > self.rank(combo) + tol:
+                    return False
+        return True
+
+    def add_polytope(self, block, y, base: bool = False) -> None:
+        """Add ``y in P(M)`` (or ``B(M)``) to ``block``; ``y`` is indexed by ``range(n)`` in ``[0, 1]``."""
+        self._check_small("the rank-inequality polytope")
+        subsets = [c for size in range(1, self.n + 1) for c in itertools.combinations(range(self.n), size)]
+        block.rank_rows = pyo.Constraint(
+            range(len(subsets)), rule=lambda b, s: sum(y[e] for e in subsets[s]) <= self.rank(subsets[s])
+        )
+        if base:
+            block.base_row = pyo.Constraint(expr=sum(y[e] for e in range(self.n)) == self.r)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(n={self.n}, r={self.r})"
+
+
+def esp_sample(log_weights: np.ndarray, size: int, rng) -> np.ndarray:
+    """Exactly ``size`` of the items, with probability ~ ``prod exp(log_weights)`` (spec 3.1).
+
+    Elementary symmetric polynomials in log space: ``Z(j, s) = Z(j+1, s) + l_j Z(j+1, s-1)``,
+    then item ``j`` is taken with probability ``l_j Z(j+1, s-1) / Z(j, s)``.
+    """
+    lw = np.asarray(log_weights, dtype=np.float64)
+    m = lw.size
+    logz = np.full((m + 1, size + 1), -np.inf)
+    logz[m, 0] = 0.0
+    for j in range(m - 1, -1, -1):
+        logz[j, 0] = 0.0
+        logz[j, 1:] = np.logaddexp(logz[j + 1, 1:], lw[j] + logz[j + 1, :-1])
+    chosen = np.zeros(m, bool)
+    s = size
+    for j in range(m):
+        if s == 0:
+            break
+        p = np.exp(lw[j] + logz[j + 1, s - 1] - logz[j, s])
+        if rng.random() < p:
+            chosen[j] = True
+            s -= 1
+    return chosen
+
+
+class UniformMatroid(Matroid):
+    """``U(n, r)``: the sets of size at most ``r`` (cardinality constraint)."""
+
+    kind = "uniform"
+
+    def __init__(self, n: int, r: int):
+        if not 0 <= int(r) <= int(n) or int(n) < 1:
+            raise DataValidationError("r", f"need 0 <= r <= n and n >= 1, got n={n}, r={r}")
+        self.n, self._r = int(n), int(r)
+
+    def is_independent(self, S) -> bool:
+        return int(as_mask(S, self.n).sum()) <= self._r
+
+    def rank(self, S=None) -> int:
+        return self._r if S is None else min(self._r, int(as_mask(S, self.n).sum()))
+
+    def _greedy(self, w, positive_only):
+        w = np.asarray(w, dtype=np.float64)
+        order = np.lexsort((np.arange(self.n), -w))[: self._r]
+        if positive_only:
+            order = order[w[order] > 0]
+        return as_mask(order, self.n)
+
+    def sample_base(self, log_weights, rng):
+        return esp_sample(log_weights, self._r, rng)
+
+    def contains(self, x, base=False, tol=TOL):
+        x = np.asarray(x, dtype=np.float64)
+        if x.shape != (self.n,) or x.min() < -tol or x.max() > 1 + tol:
+            return False
+        total = x.sum()
+        return abs(total - self._r) <= tol * self.n if base else total <= self._r + tol * self.n
+
+    def add_polytope(self, block, y, base=False):
+        total = sum(y[e] for e in range(self.n))
+        block.cardinality = pyo.Constraint(expr=total == self._r if base else total <= self._r)
+
+
+class PartitionMatroid(Matroid):
+    """Blocks ``P_j`` (``labels[e]`` = block of ``e``) with capacities ``c_j``."""
+
+    kind = "partition"
+
+    def __init__(self, labels: Sequence[int], caps: Sequence[int]):
+        labels = np.asarray(labels, dtype=np.int64)
+        caps = np.asarray(caps, dtype=np.int64)
+        if labels.ndim != 1 or labels.size == 0:
+            raise DataValidationError("labels", "need one block label per element")
+        if labels.min() < 0 or labels.max() >= caps.size:
+            raise DataValidationError("labels", f"block labels must be in 0..{caps.size - 1}")
+        if np.any(caps < 0):
+            raise DataValidationError("caps", "capacities must be non-negative")
+        self.n, self.labels, self.caps = labels.size, labels, caps
+        self.block_sizes = np.bincount(labels, minlength=caps.size)
+        self._r = int(np.minimum(caps, self.block_sizes).sum())
+
+    @property
+    def blocks(self) -> list[np.ndarray]:
+        return [np.flatnonzero(self.labels == j) for j in range(self.caps.size)]
+
+    def is_independent(self, S) -> bool:
+        counts = np.bincount(self.labels[as_mask(S, self.n)], minlength=self.caps.size)
+        return bool(np.all(counts <= self.caps))
+
+    def rank(self, S=None) -> int:
+        if S is None:
+            return self._r
+        counts = np.bincount(self.labels[as_mask(S, self.n)], minlength=self.caps.size)
+        return int(np.minimum(counts, self.caps).sum())
+
+    def sample_base(self, log_weights, rng):
+        lw = np.asarray(log_weights, dtype=np.float64)
+        out = np.zeros(self.n, bool)
+        for j, members in enumerate(self.blocks):
+            size = int(min(self.caps[j], members.size))
+            out[members[esp_sample(lw[members], size, rng)]] = True
+        return out
+
+    def contains(self, x, base=False, tol=TOL):
+        x = np.asarray(x, dtype=np.float64)
+        if x.shape != (self.n,) or x.min() < -tol or x.max() > 1 + tol:
+            return False
+        sums = np.bincount(self.labels, weights=x, minlength=self.caps.size)
+        target = np.minimum(self.caps, self.block_sizes)
+        return bool(np.all(np.abs(sums - target) <= tol * self.n) if base else np.all(sums <= self.caps + tol * self.n))
+
+    def add_polytope(self, block, y, base=False):
+        blocks = self.blocks
+        target = np.minimum(self.caps, self.block_sizes)
+
+        def rule(b, j):
+            if not blocks[j].size:
+                return pyo.Constraint.Skip
+            total = sum(y[int(e)] for e in blocks[j])
+            if base:
+                return total == int(target[j])
+            return total <= int(self.caps[j])
+
+        block.block_caps = pyo.Constraint(range(len(blocks)), rule=rule)
+
+
+class LaminarMatroid(Matroid):
+    """A laminar family of sets ``A`` with capacities ``c_A``: ``|S cap A| <= c_A`` for all ``A``."""
+
+    kind = "laminar"
+
+    def __init__(self, n: int, family: Sequence[Iterable[int]], caps: Sequence[int]):
+        self.n = int(n)
+        self.family = [as_mask(list(A), self.n) for A in family]
+        self.caps = np.asarray(caps, dtype=np.int64)
+        if len(self.family) != self.caps.size or np.any(self.caps < 0):
+            raise DataValidationError("caps", "need one non-negative capacity per set of the family")
+        for a, b in itertools.combinations(self.family, 2):
+            inter = a & b
+            if inter.any() and not (np.array_equal(inter, a) or np.array_equal(inter, b)):
+                raise DataValidationError("family", "sets must be laminar (disjoint or nested)")
+        self._rows = np.array(self.family, dtype=np.float64).reshape(len(self.family), self.n)
+
+    def is_independent(self, S) -> bool:
+        return bool(np.all(self._rows @ as_mask(S, self.n) <= self.caps))
+
+    def contains(self, x, base=False, tol=TOL):
+        x = np.asarray(x, dtype=np.float64)
+        if x.shape != (self.n,) or x.min() < -tol or x.max() > 1 + tol:
+            return False
+        if base and abs(x.sum() - self.r) > tol * self.n:
+            return False
+        # the laminar inequalities with x <= 1 describe P(M) (TU system, spec 6.1)
+        return bool(np.all(self._rows @ x <= self.caps + tol * self.n))
+
+    def add_polytope(self, block, y, base=False):
+        sets = [np.flatnonzero(a) for a in self.family]
+        block.laminar = pyo.Constraint(
+            range(len(sets)),
+            rule=lambda b, i: (
+                sum(y[int(e)] for e in sets[i]) <= int(self.caps[i]) if sets[i].size else pyo.Constraint.Skip
+            ),
+        )
+        if base:
+            block.base_row = pyo.Constraint(expr=sum(y[e] for e in range(self.n)) == self.r)
+
+
+class GraphicMatroid(Matroid):
+    """Edges of a graph on ``n_vertices``; independent sets are forests (extension, spec A16)."""
+
+    kind = "graphic"
+
+    def __init__(self, n_vertices: int, edges: Sequence[tuple[int, int]]):
+        self.n_vertices = int(n_vertices)
+        self.edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+        self.n = len(self.edges)
+        if self.n == 0:
+            raise DataValidationError("edges", "need at least one edge")
+        if self.edges.min() < 0 or self.edges.max() >= self.n_vertices:
+            raise DataValidationError("edges", f"endpoints must be in 0..{self.n_vertices - 1}")
+        if np.any(self.edges[:, 0] == self.edges[:, 1]):
+            raise DataValidationError("edges", "self-loops are never independent; remove them")
+
+    def _components(self, mask) -> tuple[int, bool]:
+        parent = list(range(self.n_vertices))
+
+        def find(a):
+            while parent[a] != a:
+                parent[a] = parent[parent[a]]
+                a = parent[a]
+            return a
+
+        acyclic, merges = True, 0
+        for u, v in self.edges[mask]:
+            ru, rv = find(int(u)), find(int(v))
+            if ru == rv:
+                acyclic = False
+            else:
+                parent[ru] = rv
+                merges += 1
+        return merges, acyclic
+
+    def is_independent(self, S) -> bool:
+        return self._components(as_mask(S, self.n))[1]
+
+    def rank(self, S=None) -> int:
+        mask = np.ones(self.n, bool) if S is None else as_mask(S, self.n)
+        return self._components(mask)[0]
+
+    #: Below this conductance ratio the Laplacian solves lose accuracy; small graphs then enumerate.
+    CONDUCTANCE_FLOOR = 1e-8
+
+    def sample_base(self, log_weights, rng):
+        """Weighted spanning forest by the sequential matrix-tree method: take edge ``e`` with
+        probability ``lambda_e R_eff(e)`` in the current (contracted, pruned) graph; bridges are
+        taken with probability 1 exactly.  When the conductances span more than ``1/CONDUCTANCE_FLOOR``
+        the exact enumeration sampler is used (small graphs) or the call is refused: it never falls
+        back to a non-private argmax."""
+        lw = np.asarray(log_weights, dtype=np.float64)
+        lam = np.exp(lw - lw.max())
+        if lam.min() < self.CONDUCTANCE_FLOOR:
+            if self.n > ENUMERATION_MAX:
+                raise DataValidationError(
+                    "log_weights",
+                    f"conductance range exp({lw.max() - lw.min():.1f}) is beyond the exact graphic sampler; "
+                    "lower epsilon or use a smaller instance",
+                )
+            return super().sample_base(lw, rng)
+        label = np.arange(self.n_vertices)
+        alive = np.ones(self.n, bool)
+        chosen = np.zeros(self.n, bool)
+        for e in range(self.n):
+            u, v = label[self.edges[e]]
+            alive[e] = False
+            if u == v:
+                continue
+            if not self._connected_without(label, alive, u, v):
+                p = 1.0  # a bridge is in every spanning forest
+            else:
+                r_eff = self._effective_resistance(label, alive | (np.arange(self.n) == e), lam, u, v)
+                p = min(1.0, max(0.0, lam[e] * r_eff))
+            if rng.random() < p:
+                chosen[e] = True
+                label[label == v] = u
+        return chosen
+
+    def _connected_without(self, label, alive, u, v) -> bool:
+        """Are ``u`` and ``v`` joined by the alive edges (in the contracted graph)?"""
+        parent = {}
+
+        def find(a):
+            parent.setdefault(a, a)
+            while parent[a] != a:
+                a = parent[a]
+            return a
+
+        for e in np.flatnonzero(alive):
+            a, b = find(label[self.edges[e, 0]]), find(label[self.edges[e, 1]])
+            if a != b:
+                parent[a] = b
+        return find(u) == find(v)
+
+    def _effective_resistance(self, label, alive, lam, u, v) -> float:
+        L = np.zeros((self.n_vertices, self.n_vertices))
+        for e in np.flatnonzero(alive):
+            a, b = label[self.edges[e]]
+            if a != b:
+                L[a, a] += lam[e]
+                L[b, b] += lam[e]
+                L[a, b] -= lam[e]
+                L[b, a] -= lam[e]
+        d = np.zeros(self.n_vertices)
+        d[u], d[v] = 1.0, -1.0
+        return float(d @ np.linalg.pinv(L, hermitian=True) @ d)
+
+    def _rank_inequalities_hold(self, x, tol):
+        if self.n_vertices > ENUMERATION_MAX:
+            raise DataValidationError("matroid", f"contains() enumerates vertex subsets; |V| > {ENUMERATION_MAX}")
+        for size in range(2, self.n_vertices + 1):
+            for combo in itertools.combinations(range(self.n_vertices), size):
+                inside = np.isin(self.edges, combo).all(axis=1)
+                sub = inside.copy()
+                if x[sub].sum() > self.rank(sub) + tol:
+                    return False
+        return True
+
+    def add_polytope(self, block, y, base=False):
+        """Martin's extended formulation: ``y_e = z_{k,i->j} + z_{k,j->i}``, out-degree <= 1 off the
+        root, 0 at the root, for every root ``k``; then ``sum y <= |V|-1`` (or ``= r`` for bases)."""
+        V, edges = range(self.n_vertices), self.edges
+        arcs = [(e, int(a), int(b)) for e, (i, j) in enumerate(edges) for a, b in ((i, j), (j, i))]
+        block.z = pyo.Var(V, range(len(arcs)), bounds=(0, None))
+        block.split = pyo.Constraint(V, range(self.n), rule=lambda b, k, e: y[e] == b.z[k, 2 * e] + b.z[k, 2 * e + 1])
+        out = {i: [a for a, (_, tail, _) in enumerate(arcs) if tail == i] for i in V}
+
+        def degree(b, k, i):
+            if not out[i]:
+                return pyo.Constraint.Skip
+            return sum(b.z[k, a] for a in out[i]) <= (0 if i == k else 1)
+
+        block.degree = pyo.Constraint(V, V, rule=degree)
+        total = sum(y[e] for e in range(self.n))
+        block.forest_size = pyo.Constraint(expr=total == self.r if base else total <= self.n_vertices - 1)
+
+
+class ExplicitMatroid(Matroid):
+    """A matroid given by its independent sets (closed under subsets), for tests and tiny cases."""
+
+    kind = "explicit"
+
+    def __init__(self, n: int, independent_sets: Iterable[Iterable[int]], check: bool = True):
+        self.n = int(n)
+        self.family = {frozenset(int(e) for e in S) for S in independent_sets}
+        self.family.add(frozenset())
+        if any(e < 0 or e >= self.n for S in self.family for e in S):
+            raise DataValidationError("independent_sets", f"elements must be in 0..{self.n - 1}")
+        if check:
+            self._check_axioms()
+
+    def _check_axioms(self) -> None:
+        for S in self.family:
+            for e in S:
+                if S - {e} not in self.family:
+                    raise DataValidationError("independent_sets", f"not closed under subsets: {sorted(S)} minus {e}")
+        for A, B in itertools.combinations(self.family, 2):
+            small, big = (A, B) if len(A) < len(B) else (B, A)
+            if len(small) < len(big) and not any(small | {e} in self.family for e in big - small):
+                raise DataValidationError(
+                    "independent_sets", f"exchange axiom fails for {sorted(small)}, {sorted(big)}"
+                )
+
+    def is_independent(self, S) -> bool:
+        return frozenset(np.flatnonzero(as_mask(S, self.n)).tolist()) in self.family

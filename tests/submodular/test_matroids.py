@@ -1,0 +1,153 @@
+"""Matroid axioms, greedy = LP (HiGHS and the greedy plugin), samplers, exchange (spec 8.1.3-8.1.4, 8.1.8)."""
+
+import itertools
+
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+from scipy.stats import chisquare
+from submodular_cases import KINDS, make
+
+import dpmodels
+from dpmodels.core.errors import DataValidationError, ModelStructureError
+from dpmodels.submodular.data import as_mask
+from dpmodels.submodular.matroids import ExplicitMatroid, GraphicMatroid, LaminarMatroid, PartitionMatroid
+from dpmodels.submodular.mechanism import grid_cover
+from dpmodels.submodular.models import build_matroid_lp
+
+
+def test_axioms_rank_and_exchange(matroid):
+    ind = matroid.independent_sets()
+    fam = {tuple(np.flatnonzero(s)) for s in ind}
+    assert () in fam
+    for S in fam:
+        assert all(tuple(x for x in S if x != e) in fam for e in S)
+    for A, B in itertools.combinations(fam, 2):
+        small, big = sorted((A, B), key=len)
+        if len(small) < len(big):
+            assert any(tuple(sorted(set(small) | {e})) in fam for e in set(big) - set(small))
+    assert matroid.r == max(len(S) for S in fam) == int(matroid.max_weight_base(np.ones(matroid.n)).sum())
+    for S in itertools.islice(itertools.product([0, 1], repeat=matroid.n), 0, None, 7):
+        mask = np.array(S, bool)
+        assert matroid.rank(mask) == max(len(T) for T in fam if set(T) <= set(np.flatnonzero(mask)))
+    bases = matroid.bases()
+    for B1, B2 in itertools.combinations(bases, 2):
+        for i in np.flatnonzero(B1 & ~B2):
+            j = matroid.strong_exchange(B1, B2, int(i))
+            assert B2[j] and not B1[j]
+
+
+def test_lemma_5_2_exchange(matroid):
+    rng = np.random.default_rng(0)
+    for B in matroid.bases()[:5]:
+        A = B & (rng.random(matroid.n) < 0.5)
+        for e in np.flatnonzero(~A):
+            if matroid.is_independent(A | as_mask([e], matroid.n)):
+                ok = [
+                    f
+                    for f in np.flatnonzero(B & ~A)
+                    if matroid.is_independent((B & ~as_mask([f], matroid.n)) | as_mask([e], matroid.n))
+                ]
+                assert ok or B[e]
+
+
+@pytest.mark.parametrize("base", [False, True])
+def test_lp_over_the_polytope_equals_greedy(matroid, base):
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        w = rng.normal(size=matroid.n)
+        greedy = matroid.max_weight_base(w) if base else matroid.max_weight_independent(w)
+        model = build_matroid_lp(matroid, w, base=base)
+        res = dpmodels.solve(model, "highs")
+        assert res.termination_condition.name == "convergenceCriteriaSatisfied"
+        y = np.array([pyo.value(model.y[e]) for e in range(matroid.n)])
+        assert res.incumbent_objective == pytest.approx(float(w @ greedy), abs=1e-7)
+        assert np.allclose(y, np.round(y), atol=1e-7)  # integral vertex for generic w
+        plug = dpmodels.solve(model.clone(), "submodular_matroid_greedy")
+        assert plug.incumbent_objective == pytest.approx(res.incumbent_objective, abs=1e-7)
+        assert plug.objective_bound == pytest.approx(res.incumbent_objective, abs=1e-7)
+
+
+def test_greedy_plugin_refuses_edited_and_foreign_models():
+    M = make("uniform")
+    model = build_matroid_lp(M, np.arange(6.0))
+    model.extra = pyo.Constraint(expr=model.y[0] <= 0.5)
+    with pytest.raises(ModelStructureError, match="edited"):
+        dpmodels.solve(model, "submodular_matroid_greedy")
+    plain = pyo.ConcreteModel()
+    plain.x = pyo.Var()
+    plain.o = pyo.Objective(expr=plain.x)
+    with pytest.raises(ModelStructureError, match="marker"):
+        dpmodels.solve(plain, "submodular_matroid_greedy")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_base_sampler_matches_the_product_weight_distribution(kind):
+    M = make(kind)
+    rng = np.random.default_rng(3)
+    lw = rng.normal(size=M.n)
+    bases = M.bases()
+    p = np.exp([lw[b].sum() for b in bases])
+    p /= p.sum()
+    index = {tuple(b): i for i, b in enumerate(bases)}
+    draws = 3000
+    counts = np.zeros(len(bases))
+    for _ in range(draws):
+        B = M.sample_base(lw, rng)
+        assert M.is_independent(B) and B.sum() == M.r
+        counts[index[tuple(B)]] += 1
+    assert chisquare(counts, p * draws).pvalue > 1e-3
+
+
+def test_grid_cover_points_and_covering_radius():
+    M = PartitionMatroid([0, 0, 1], [1, 1])
+    sizes = [len(grid_cover(M, q)) for q in (1, 2, 4)]
+    assert sizes == [6, 18, 75]  # spec 8.4 Example 1
+    C = grid_cover(M, 2)
+    assert all(M.contains(z) for z in C)
+    assert all(any(np.array_equal(z, s.astype(float)) for z in C) for s in M.independent_sets())
+    rng = np.random.default_rng(0)
+    bases = np.array(M.bases(), float)
+    for _ in range(50):
+        x = rng.dirichlet(np.ones(len(bases))) @ bases * rng.random()
+        assert np.min(np.linalg.norm(C - x, axis=1)) <= np.sqrt(3) / 2 + 1e-12
+
+
+def test_polytope_membership(matroid):
+    for B in matroid.bases():
+        assert matroid.contains(B.astype(float), base=True)
+    assert not matroid.contains(np.ones(matroid.n))
+    mean = np.mean(matroid.bases(), axis=0)
+    assert matroid.contains(mean, base=True) and matroid.contains(mean * 0.5)
+
+
+def test_bad_matroids_fail_early():
+    with pytest.raises(DataValidationError, match="labels"):
+        PartitionMatroid([0, 3], [1, 1])
+    with pytest.raises(DataValidationError, match="laminar"):
+        LaminarMatroid(3, [[0, 1], [1, 2]], [1, 1])
+    with pytest.raises(DataValidationError, match="exchange"):
+        ExplicitMatroid(3, [(0, 1), (0,), (1,), (2,)])
+    with pytest.raises(DataValidationError, match="self-loops"):
+        GraphicMatroid(3, [(0, 0)])
+
+
+def test_graphic_sampler_extreme_weights_stay_exact():
+    """A wide conductance range switches to exact enumeration, never to a (non-private) argmax."""
+    M = make("graphic")
+    lw = np.array([0.0, 30.0, 0.0, 30.0, 30.0, 0.0, 0.0, 0.0])
+    rng = np.random.default_rng(0)
+    draws = np.array([M.sample_base(lw, rng) for _ in range(400)])
+    assert all(M.is_independent(b) and b.sum() == M.r for b in draws)
+    # the triangle's edges (5, 6, 7) have equal weights: each forest drops one of them uniformly
+    counts = [(~draws[:, e]).sum() for e in (5, 6, 7)]
+    assert chisquare(counts).pvalue > 1e-3
+
+
+def test_explicit_matroid_with_a_loop():
+    """Element 2 is a loop (in no independent set): the rank rows must force y_2 = 0."""
+    M = ExplicitMatroid(3, [(0,), (1,)])
+    assert M.r == 1 and not M.contains(np.array([0.0, 0.0, 0.5]))
+    model = build_matroid_lp(M, np.array([1.0, 2.0, 5.0]))
+    res = dpmodels.solve(model, "highs")
+    assert res.incumbent_objective == pytest.approx(2.0)

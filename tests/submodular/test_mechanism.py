@@ -1,0 +1,249 @@
+"""Exponential mechanism, Algorithms 1-4, Mitrovic's greedy, the exact privacy audit (spec 8.2, 8.3, 8.4)."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import chisquare
+
+import instances
+from dpmodels.core.errors import DataValidationError, PrivacyParameterError
+from dpmodels.submodular.accounting import PrivacyAccountant, alg2_step_epsilon
+from dpmodels.submodular.algorithms import continuous_greedy, greedy, k_greedy
+from dpmodels.submodular.matroids import UniformMatroid
+from dpmodels.submodular.mechanism import (
+    alg1_distribution,
+    alg2_sample_size,
+    alg3_distribution,
+    alg4_subset_size,
+    em_choice,
+    em_probabilities,
+    improved_private_continuous_greedy,
+    mitrovic_private_greedy,
+    privacy_loss,
+    private_continuous_greedy,
+    private_k_greedy,
+    private_k_greedy_sampled,
+)
+from dpmodels.submodular.multilinear import multilinear
+
+
+@pytest.fixture(scope="module")
+def trap():
+    return instances.load("submodular/trap")
+
+
+@pytest.fixture(scope="module")
+def ex2():
+    return instances.load("submodular/k-coverage-example")
+
+
+def test_em_probabilities_and_sampler():
+    p = em_probabilities([2, 1, 2, 2, 1, 3], 0.5)  # spec 8.4 Example 2, step 1, eps = 1
+    assert np.round(p, 4).tolist() == [0.1706, 0.1035, 0.1706, 0.1706, 0.1035, 0.2813]
+    rng = np.random.default_rng(0)
+    draws = 5000
+    counts = np.bincount([em_choice([2, 1, 2, 2, 1, 3], 0.5, rng)[0] for _ in range(draws)], minlength=6)
+    assert chisquare(counts, p * draws).pvalue > 1e-3
+    assert np.allclose(em_probabilities([1, 5, 5], 0.0), 1 / 3)
+    assert em_choice([1, 5, 5], math.inf, rng)[0] == 1  # argmax, lowest index on ties
+
+
+def test_em_utility_tail():
+    q = np.random.default_rng(1).random(50) * 10
+    beta, inv_temp = 0.05, 0.7
+    p = em_probabilities(q, inv_temp)
+    gap = q.max() - math.log(q.size / beta) / inv_temp
+    assert p[q < gap].sum() <= beta
+
+
+@pytest.mark.parametrize(("eps", "realised"), [(0.1, 0.102), (0.5, 0.553), (1.0, 1.205)])
+def test_exact_privacy_audit_of_algorithm_1_on_example_1(trap, eps, realised):
+    P = alg1_distribution(trap.function, trap.matroid, eps, T=2)
+    Q = alg1_distribution(trap.neighbour, trap.matroid, eps, T=2)
+    loss = privacy_loss(P, Q)
+    assert loss == pytest.approx(realised, abs=5e-4)
+    acc = private_continuous_greedy(trap.function, trap.matroid, eps, T=2, seed=0).accountant
+    assert acc.basic()[0] == pytest.approx(2 * eps * 2 * 2)  # 2 eps r T
+    assert loss <= acc.basic()[0]
+
+
+def test_algorithm_1_output_distribution_of_the_spec(trap):
+    P = alg1_distribution(trap.function, trap.matroid, 1.0, T=2)
+    assert P[(1.0, 0.0, 1.0)] == pytest.approx(0.2307, abs=1e-4)
+    assert P[(0.5, 0.5, 1.0)] == pytest.approx(0.5012, abs=1e-4)
+    assert P[(0.0, 1.0, 1.0)] == pytest.approx(0.2680, abs=1e-4)
+    for eps, mean in [(0.1, 1.5517), (0.5, 1.5584), (1.0, 1.5668)]:
+        P = alg1_distribution(trap.function, trap.matroid, eps, T=2)
+        assert sum(p * multilinear(trap.function, np.array(x)) for x, p in P.items()) == pytest.approx(mean, abs=1e-4)
+
+
+def test_exact_privacy_audit_with_the_grid_cover(trap):
+    for eps in (0.1, 0.5):
+        P = alg1_distribution(trap.function, trap.matroid, eps, T=2, cover="grid", q=2)
+        Q = alg1_distribution(trap.neighbour, trap.matroid, eps, T=2, cover="grid", q=2)
+        assert 0 < privacy_loss(P, Q) <= 2 * eps * 2 * 2
+
+
+@pytest.mark.parametrize(
+    ("eps", "realised", "mean"),
+    [(0.1, 0.091, 3.0349), (0.5, 0.433, 3.1842), (1.0, 0.815, 3.3922), (2.0, 1.589, 3.8470)],
+)
+def test_exact_privacy_audit_of_algorithm_3_on_example_2(ex2, eps, realised, mean):
+    P = alg3_distribution(ex2.function, ex2.matroid, eps)
+    Q = alg3_distribution(ex2.neighbour, ex2.matroid, eps)
+    loss = privacy_loss(P, Q)
+    assert loss == pytest.approx(realised, abs=5e-4)
+    assert loss <= eps * ex2.matroid.r
+    assert sum(p * ex2.function(np.array(s)) for s, p in P.items()) == pytest.approx(mean, abs=1e-4)
+    acc = private_k_greedy(ex2.function, ex2.matroid, eps, seed=0).accountant
+    assert acc.basic()[0] == pytest.approx(eps * ex2.matroid.r)
+
+
+def test_epsilon_infinity_equals_the_non_private_algorithms(trap, ex2):
+    inst = instances.generate("submodular/coverage", seed=4, n=12, users=40, rank=3, matroid="partition", blocks=3)
+    for F, M in ((trap.function, trap.matroid), (inst.function, inst.matroid)):
+        a = private_continuous_greedy(F, M, math.inf, T=5, seed=0, rounding="none")
+        b = continuous_greedy(F, M, T=5, rounding="none")
+        assert np.allclose(a.x, b.x)
+        assert np.array_equal(mitrovic_private_greedy(F, M, math.inf).S, greedy(F, M).S)
+    small = private_continuous_greedy(trap.function, trap.matroid, math.inf, T=3, cover="grid", q=2, rounding="none")
+    assert np.allclose(small.x, continuous_greedy(trap.function, trap.matroid, T=3, rounding="none").x)
+    assert np.array_equal(
+        private_k_greedy(ex2.function, ex2.matroid, math.inf).S, k_greedy(ex2.function, ex2.matroid).S
+    )
+    full = private_k_greedy_sampled(ex2.function, ex2.matroid, math.inf, gamma=1e-9)  # R = all free elements
+    assert np.array_equal(full.S, k_greedy(ex2.function, ex2.matroid).S)
+
+
+def test_epsilon_zero_is_uniform(trap, ex2):
+    draws = 600
+    firsts = [private_k_greedy(ex2.function, ex2.matroid, 0.0, seed=s).order[0] for s in range(draws)]
+    pairs = [(e, i) for e in range(3) for i in (1, 2)]
+    counts = np.array([firsts.count(p) for p in pairs])
+    assert chisquare(counts).pvalue > 1e-3
+    dirs = [
+        tuple(private_continuous_greedy(trap.function, trap.matroid, 0.0, T=1, seed=s, rounding="none").x)
+        for s in range(300)
+    ]
+    assert chisquare([dirs.count((1.0, 0.0, 1.0)), dirs.count((0.0, 1.0, 1.0))]).pvalue > 1e-3
+
+
+def test_only_the_mechanism_draws_see_the_data(trap):
+    """At eps = 0 the EM ignores the scores, so D and D' give identical runs from one seed
+    (gradient samples, rounding are data-independent streams)."""
+    for seed in range(5):
+        a = private_continuous_greedy(trap.function, trap.matroid, 0.0, seed=seed, gradient_mode="sampled", samples=5)
+        b = private_continuous_greedy(trap.neighbour, trap.matroid, 0.0, seed=seed, gradient_mode="sampled", samples=5)
+        assert np.array_equal(a.x, b.x) and np.array_equal(a.S, b.S)
+
+
+def test_outputs_are_feasible_and_counts_match(trap, ex2):
+    inst = instances.generate("submodular/coverage", seed=2, n=15, users=40, rank=5, matroid="graphic")
+    F, M = inst.function, inst.matroid
+    res = private_continuous_greedy(F, M, 1.0, seed=1, gradient_mode="sampled", samples=3)
+    assert M.contains(res.x) and M.is_independent(res.S) and res.S.sum() == M.r
+    assert np.allclose(res.x, np.mean(res.directions, axis=0)) and res.x.sum() <= M.r + 1e-9
+    assert res.calls == M.r * 3 * (F.n + 1)  # T m (|E| + 1)
+    r3 = private_k_greedy(ex2.function, ex2.matroid, 1.0, seed=2)
+    assert (r3.S != 0).sum() == ex2.matroid.r and r3.calls == (2 * 3 + 1) + (2 * 2 + 1)
+    big = instances.generate("submodular/k-coverage", seed=0, n=12, users=30, k=3, rank=4)
+    r4 = private_k_greedy_sampled(big.function, big.matroid, 1.0, gamma=0.2, seed=3)
+    assert (r4.S != 0).sum() == 4 and set(np.unique(r4.S)) <= {0, 1, 2, 3}
+    assert r4.calls == sum(3 * c + 1 for c in r4.info["candidates"])
+    assert [alg4_subset_size(12, 4, t, 0.2) for t in (1, 4)] == [min(math.ceil(12 / 4 * math.log(20)), 12), 9]
+
+
+def test_algorithm_2_quantised_em_and_accounting(trap):
+    F, M = trap.function, trap.matroid
+    res = improved_private_continuous_greedy(F, M, 1.0, T=2, seed=0, sample_size=50)
+    assert M.contains(res.x) and M.is_independent(res.S)
+    assert res.accountant.basic()[0] == pytest.approx(2 * alg2_step_epsilon(1.0, 2, 1.0, 1.0))  # width ln(1+mu) = eps
+    N, K_L = alg2_sample_size(F.n, M.r, F.max_value, 1.0)
+    assert K_L == math.ceil(2 * F.max_value) + 1 and N == math.ceil(math.log(2 * K_L * 9) / (2 / 3))
+    # quantised EM = layer formula: layer i with prob |L_i| (1+mu)^{eps'(i-1)} / Z, uniform inside
+    scores = np.array([0.3, 1.7, 1.2, 2.9, 0.1, 1.9])
+    width, inv_temp = math.log(1 + (math.e - 1)), 0.5
+    em = em_probabilities(width * np.floor(scores / width), inv_temp)
+    layer = np.floor(scores / width).astype(int)
+    weight = np.array([(1 + (math.e - 1)) ** (inv_temp * i) for i in layer])
+    sizes = np.bincount(layer)
+    layered = weight / np.sum(sizes[np.unique(layer)] * np.unique(weight))
+    assert np.allclose(em, layered)
+    with pytest.raises(PrivacyParameterError, match="finite positive"):
+        improved_private_continuous_greedy(F, M, math.inf)
+
+
+def test_accountant_advanced_composition():
+    acc = PrivacyAccountant()
+    for _ in range(10):
+        acc.charge("step", 0.1)
+    eps_z, delta_z = acc.zcdp(1e-5)
+    assert eps_z == pytest.approx(0.5 * 10 * 0.01 + 0.1 * math.sqrt(2 * 10 * math.log(1e5)))
+    eps_d, _ = acc.drv(1e-5)
+    assert eps_d == pytest.approx(0.1 * math.sqrt(20 * math.log(1e5)) + 10 * 0.1 * math.expm1(0.1))
+    assert acc.total(1e-5)[0] == pytest.approx(min(1.0, eps_z, eps_d)) and acc.total()[0] == pytest.approx(1.0)
+    with pytest.raises(PrivacyParameterError, match="delta_prime"):
+        acc.zcdp(0)
+
+
+def test_bad_privacy_inputs(trap, ex2):
+    for bad in (-1.0, float("nan"), "x"):
+        with pytest.raises(PrivacyParameterError, match="epsilon"):
+            private_continuous_greedy(trap.function, trap.matroid, bad)
+    with pytest.raises(PrivacyParameterError, match="epsilon"):
+        private_k_greedy(ex2.function, ex2.matroid, -0.5)
+    with pytest.raises(DataValidationError, match="matroid"):
+        private_k_greedy(ex2.function, UniformMatroid(4, 2), 1.0)
+    with pytest.raises(DataValidationError, match="cover"):
+        private_continuous_greedy(trap.function, trap.matroid, 1.0, cover="yoshida")
+
+
+def test_maurey_cover_and_budget_calibration(trap):
+    from dpmodels.submodular.accounting import calibrate_alg1, calibrate_greedy
+
+    F, M = trap.function, trap.matroid
+    res = private_continuous_greedy(F, M, 1.0, T=3, cover="maurey", maurey_m=4, seed=2)
+    assert M.contains(res.x) and M.is_independent(res.S) and res.S.sum() == M.r
+    assert res.accountant.basic()[0] == pytest.approx(2 * 1.0 * 2 * 3)  # still 2 eps r per step
+    assert all(np.allclose(4 * y, np.round(4 * y)) for y in res.directions)  # averages of 4 bases
+    inf = private_continuous_greedy(F, M, math.inf, T=3, cover="maurey", maurey_m=4, rounding="none")
+    assert np.allclose(inf.x, continuous_greedy(F, M, T=3, rounding="none").x)
+    with pytest.raises(DataValidationError, match="maurey_m"):
+        private_continuous_greedy(F, M, 1.0, cover="maurey")
+    eps = calibrate_alg1(8.0, T=2, r=2)
+    assert private_continuous_greedy(F, M, eps, T=2, seed=0).accountant.basic()[0] == pytest.approx(8.0)
+    assert calibrate_greedy(2.0, 4) == 0.5
+
+
+def test_algorithm_3_utility_bound_with_large_epsilon():
+    """Spec 8.3.4: with eps / Delta >= 50, F(x) >= OPT/2 - (r Delta / eps) ln(k |E|^3) except with
+    probability about r / |E|^2."""
+    from dpmodels.submodular.algorithms import k_brute_force_opt
+    from dpmodels.submodular.bounds import alg3_bound
+
+    inst = instances.generate("submodular/k-coverage", seed=5, n=6, users=15, k=2, rank=3)
+    F, M = inst.function, inst.matroid
+    opt, _ = k_brute_force_opt(F, M)
+    eps = 50.0 * F.sensitivity
+    bound, allowed = alg3_bound(opt, M.r, F.k, F.n, eps, F.sensitivity)
+    assert bound == pytest.approx(opt / 2 - M.r * F.sensitivity / eps * math.log(F.k * F.n**3))
+    fails = sum(private_k_greedy(F, M, eps, seed=s).value < bound for s in range(200))
+    assert fails / 200 <= allowed + 3 * math.sqrt(allowed * (1 - allowed) / 200)
+
+
+@pytest.mark.parametrize("eps", [0.2, 1.0, 3.0])
+def test_exact_privacy_audit_of_algorithm_2(trap, eps):
+    """Conditional on data-independent sub-samples of the grid cover, the realised loss of Alg. 2 on
+    neighbours stays within the accounted ``T (2 eps r + eps ln(1+mu) / Delta)`` (A7 v)."""
+    from dpmodels.submodular.mechanism import alg2_distribution, grid_cover
+
+    F, M = trap.function, trap.matroid
+    cover = grid_cover(M, 2)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        subsamples = [cover[rng.integers(len(cover), size=6)] for _ in range(2)]
+        P = alg2_distribution(F, M, eps, subsamples)
+        Q = alg2_distribution(trap.neighbour, M, eps, subsamples)
+        assert sum(P.values()) == pytest.approx(1.0)
+        assert privacy_loss(P, Q) <= 2 * alg2_step_epsilon(eps, M.r, eps, F.sensitivity) + 1e-9
