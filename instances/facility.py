@@ -1,11 +1,11 @@
 """Facility-location instances (spec 4, 6, 7): worked examples, HSTs, points, graphs, lower-bound families.
 
 Fixed instances: ``facility/example-a`` (spec 7.2), ``facility/example-b`` (7.3, the Claim-10
-counterexample at λ = 1.2), ``facility/example-e`` (7.6, privacy near-tightness), ``facility/example-d``
-(7.5, an 8-leaf star).  Generators: random λ-HSTs, points in the plane (uniform or clustered) and
-in higher dimension, random geometric graphs with shortest-path metrics, the two-point and star
-lower-bound families with their closed-form optimum.  :func:`from_files` loads a user's points and
-counts.
+counterexample at λ = 1.2), ``facility/example-e`` (7.6, privacy near-tightness; ε = 1 or 0.5 only),
+``facility/example-d`` (7.5, the 8-leaf star metric with m = 16).  Generators: random λ-HSTs,
+points in the plane (uniform or clustered) and in higher dimension, random geometric graphs with
+shortest-path metrics, the two-point and star lower-bound families with their closed-form optimum.
+:func:`from_files` loads a user's points and counts.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from . import register_generator, register_instance
 __all__ = [
     "example_a",
     "example_b",
+    "example_d",
     "example_e",
     "random_hst",
     "plane_points",
@@ -70,11 +71,31 @@ def chain_tree(depth: int, lam: float = 1.5) -> HST:
     return HST(np.r_[-1, np.arange(depth)], np.arange(depth, -1, -1), lam)
 
 
+#: Spec 7.6 fixes f for two budgets only: ε = 1 (L' = 10) and ε = 0.5 (L' = 13).
+EXAMPLE_E_F = {1.0: 1.5**9 * 1.0001, 0.5: 2 * 1.5**12 * 1.0001}
+
+
 @register_instance("facility/example-e", "spec 7.6: chain of depth 15, λ = 1.5, f = 1.5^9 * 1.0001, one empty leaf")
 def example_e(epsilon: float = 1.0) -> HSTInstance:
-    """``f = 1.5^9 * 1.0001`` for ε = 1 (L' = 10) and ``2 * 1.5^12 * 1.0001`` for ε = 0.5 (L' = 13)."""
-    f = 1.5**9 * 1.0001 if epsilon == 1.0 else 2 * 1.5**12 * 1.0001
-    return HSTInstance(chain_tree(15), f, [0], name="example E", info={"epsilon": epsilon})
+    """``f = 1.5^9 * 1.0001`` for ε = 1 (L' = 10) and ``2 * 1.5^12 * 1.0001`` for ε = 0.5 (L' = 13);
+    any other ε is refused (the spec gives no f, hence no exact ε_M, for it)."""
+    if epsilon not in EXAMPLE_E_F:
+        raise DataValidationError(
+            "epsilon", f"example E is defined for ε in {sorted(EXAMPLE_E_F)} only, got {epsilon!r}"
+        )
+    f = EXAMPLE_E_F[epsilon]
+    return HSTInstance(chain_tree(15), f, [0], name="example E", info={"epsilon": float(epsilon)})
+
+
+@register_instance("facility/example-d", "spec 7.5: star metric, m = 16, f = 1, r = 0.25, N = (1,1,16,1,1,16,1,1)")
+def example_d() -> UFLInstance:
+    """Centre b (location 0, no clients) and 8 leaves at radius r = 0.25 (2r apart); opt = MIP = LP = 4.5."""
+    m, f, N = 16, 1.0, np.array([1, 1, 16, 1, 1, 16, 1, 1])
+    r = f / math.sqrt(m)
+    d = np.full((N.size + 1, N.size + 1), 2 * r)
+    d[0, :] = d[:, 0] = r
+    np.fill_diagonal(d, 0.0)
+    return UFLInstance(d=d, f=f, N=np.r_[0, N], name="example D", info={"m": m, "r": r, "opt": star_opt(N, m, f, r)})
 
 
 @register_generator("facility/random-hst", "random λ-HST (depth, branching 1..max_branch) with random leaf counts")

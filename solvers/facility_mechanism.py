@@ -6,7 +6,8 @@ runs the pipeline (FRT-λ tree, then Algorithm 2, facilities at representative l
 mechanism's open set and each client's facility are loaded into ``y`` and ``x``: a feasible
 solution, never claimed optimal.  ``algorithm`` also selects Algorithm 1 (``base``) and the
 labelled reconstructions of spec 3.8.  The report (R, L', noise scales, ε used) is in
-``results.extra_info``.
+``results.extra_info``; the non-private ``base`` and ``open_all_client_locations`` report
+``eps_used = inf`` and ``private = False``.
 
 The model's marker holds the private counts N; the published output is R (and T), the rest is
 each client's local post-processing.
@@ -70,7 +71,9 @@ class FacilityMechanismSolver(StructureSolver):
             to_site = (lambda u: loc[u]) if marker.options["sites"] == "leaves" else (lambda u: u)
             facility = to_site(run.facility[J]) if J.size else np.empty(0, np.int64)
             report = {"R": run.R.tolist(), "L_prime": run.lprime, "noise_scales": run.scales.tolist()}
-            report.update(eps_used=run.eps_used, draws=run.draws, cost=run.cost, n_R=int(run.R.size))
+            report.update(
+                eps_used=run.eps_used, private=run.private, draws=run.draws, cost=run.cost, n_R=int(run.R.size)
+            )
         elif isinstance(inst, UFLInstance):
             rep = self.solve_data(
                 inst, eps, config.seed, config.algorithm, lam=config.lam, radius_mode=config.radius_mode

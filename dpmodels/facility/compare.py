@@ -48,7 +48,8 @@ def compare_facility(
     instance: UFLInstance | None = None,
 ) -> pd.DataFrame:
     """One row per (n, ε, algorithm): mean realized / set cost over ``runs`` (fresh tree and noise each
-    run), its ratio to the MIP optimum, the LP bound, mean |R|, |S|, L' and ε used."""
+    run), its ratio to the MIP optimum, the LP bound, mean |R|, |S|, L' and ε used (inf and
+    ``private = False`` for the non-private Algorithm 1 and trivial solution)."""
     unknown = sorted(set(algorithms) - set(BASELINES))
     if unknown:
         raise DataValidationError("algorithms", f"unknown {unknown}; choose from {sorted(BASELINES)}")
@@ -74,6 +75,7 @@ def compare_facility(
                         "n": inst.n,
                         "epsilon": eps,
                         "algorithm": algorithm,
+                        "private": all(r.run.private for r in reps),
                         "cost": cost,
                         "set_cost": float(np.mean([r.set_cost for r in reps])),
                         "ratio": cost / opt if opt > 0 else 1.0,
@@ -82,7 +84,7 @@ def compare_facility(
                         "R": float(np.mean([r.R.size for r in reps])),
                         "S": float(np.mean([r.S.size for r in reps])),
                         "L_prime": float(np.mean([r.run.lprime for r in reps])),
-                        "eps_used": float(np.max([r.run.eps_used for r in reps])),
+                        "eps_used": float(np.max([r.run.eps_used for r in reps])),  # inf if not private
                         "seconds/run": (time.perf_counter() - tick) / runs,
                         "mip_seconds": mip_seconds,
                     }

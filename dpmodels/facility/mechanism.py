@@ -33,6 +33,8 @@ from .hst import Embedding, frt_embedding, minset, nearest_in, node_distance, pa
 __all__ = [
     "SITE_MODES",
     "BASELINES",
+    "NON_PRIVATE",
+    "MAX_LPRIME",
     "robust_lprime",
     "noise_constant",
     "noise_scales",
@@ -56,17 +58,41 @@ BASELINES = {
     "dp_all_marked": "RECONSTRUCTION (not [8]'s verified algorithm): publish R = M instead of minset(M)",
     "gupta_style": "RECONSTRUCTION (not [8]'s verified algorithm): uniform noise and R = M",
 }
+#: Deterministic functions of N: their output changes between neighbours with probability 1, so no
+#: finite ε covers them and they report ``eps_used = inf`` and ``private = False``.
+NON_PRIVATE = frozenset({"base", "open_all_client_locations"})
+#: Largest L' accepted: padding builds a tree of depth >= L' (spec 2.1 footnote 1).
+MAX_LPRIME = 10_000
 
 
 def robust_lprime(epsilon: float, f: float, lam: float) -> int:
     """``L' = max{0, ⌈log_λ(εf)⌉}`` as the smallest ``ℓ >= 0`` with ``λ^ℓ >= εf (1 - 1e-12)`` (spec 3.3, A10).
 
-    Rounding toward the smaller L' at exact powers of λ is the privacy-safe side.
+    Rounding toward the smaller L' at exact powers of λ is the privacy-safe side.  λ must lie in
+    (1, 2) (λ <= 1 has no such ℓ), and L' above :data:`MAX_LPRIME` is refused: the padded tree
+    would have that many levels (λ close to 1 with a large εf).
     """
-    target = epsilon * f * (1 - 1e-12)
-    ell = 0
+    lam = check_lambda(lam, "lambda")
+    eps = check_epsilon(epsilon)
+    if not (math.isfinite(f) and f >= 0):
+        raise DataValidationError("f", f"must be finite and >= 0, got {f}")
+    target = eps * f * (1 - 1e-12)
+    if target <= 1:
+        return 0
+    estimate = math.log(target) / math.log(lam)
+    if estimate > MAX_LPRIME:
+        raise DataValidationError(
+            "epsilon*f",
+            f"L' = ⌈log_λ(εf)⌉ ≈ {estimate:.4g} exceeds {MAX_LPRIME} levels for lambda = {lam}, "
+            f"epsilon*f = {eps * f:.4g}: use a larger lambda or a smaller epsilon*f",
+        )
+    ell = max(0, math.floor(estimate) - 1)  # λ^ell <= target/λ < target: the loop below runs at most ~3 times
     while lam**ell < target:
         ell += 1
+    if ell > MAX_LPRIME:
+        raise DataValidationError(
+            "epsilon*f", f"L' = {ell} exceeds {MAX_LPRIME} levels for lambda = {lam}, epsilon*f = {eps * f:.4g}"
+        )
     return ell
 
 
@@ -90,7 +116,11 @@ def epsilon_used(f: float, lam: float, lprime: int) -> float:
 
 @dataclass
 class TreeRun:
-    """One run of a tree algorithm: the published R, the clients' facilities and the cost in ``d_T``."""
+    """One run of a tree algorithm: the published R, the clients' facilities and the cost in ``d_T``.
+
+    ``eps_used`` is the privacy spent (basic composition, spec 3.6); it is ``inf`` for the
+    non-private algorithms of :data:`NON_PRIVATE` (and by default, the safe side).
+    """
 
     algorithm: str
     tree: HST  # padded so that L >= L'
@@ -105,20 +135,36 @@ class TreeRun:
     facility_cost: float
     connection_cost: float
     scales: np.ndarray = field(default_factory=lambda: np.empty(0))
-    eps_used: float = 0.0
+    eps_used: float = math.inf
     draws: int = 0
 
     @property
     def cost(self) -> float:
         return self.facility_cost + self.connection_cost
 
+    @property
+    def private(self) -> bool:
+        """Whether the run is ε-DP at a finite ε (``eps_used``); False for Algorithm 1 and the trivial solution."""
+        return self.algorithm not in NON_PRIVATE and math.isfinite(self.eps_used)
 
-def _serve(tree: HST, f: float, N: np.ndarray, R: np.ndarray, sites: str):
-    """The closest-facility rule (spec 3.5) and the opened set in the chosen site mode (spec 3.2)."""
+
+def _serve(tree: HST, f: float, N: np.ndarray, R: np.ndarray, sites: str, n_original: int | None = None):
+    """The closest-facility rule (spec 3.5) and the opened set in the chosen site mode (spec 3.2).
+
+    ``n_original``: node count before padding.  In ``all_nodes`` mode a client whose nearest member
+    of R is a padded unary root opens the original root instead: post-processing of R, every leaf is
+    strictly closer to the old root, so the cost only falls and S stays a set of original sites.
+    """
     ident, _ = nearest_in(tree, R)
     assign = ident[tree.leaf_node]
     clients = N > 0
-    target = assign if sites == "all_nodes" else rep(tree)[assign]
+    if sites == "all_nodes":
+        target = assign.copy()
+        if n_original is not None and n_original < tree.n_nodes:
+            old_root = int(np.flatnonzero(tree.parent == n_original)[0])  # pad() hangs it below node n_original
+            target[target >= n_original] = old_root
+    else:
+        target = rep(tree)[assign]
     facility = np.where(clients, target, -1)
     S = np.unique(facility[clients])
     dist = node_distance(tree, tree.leaf_node[clients], facility[clients]) if clients.any() else np.empty(0)
@@ -151,15 +197,16 @@ def run_tree(instance: HSTInstance, epsilon: float, algorithm: str = "dp", rng=N
     f, N = instance.f, instance.N
     lp = robust_lprime(eps, f, lam)
     tree = pad(instance.tree, lp)
+    n_original = instance.tree.n_nodes
     counts = subtree_counts(tree, N).astype(float)
     level = tree.level
     weight = lam ** level.astype(float)
-    scales, used, draws = np.empty(0), 0.0, 0
+    scales, used, draws = np.empty(0), math.inf, 0  # inf: the non-private algorithms (NON_PRIVATE)
     if algorithm == "open_all_client_locations":
         marked = level >= 0
         R = tree.leaf_node[N > 0] if np.any(N > 0) else tree.leaf_node
-        assign, facility, S, fc, cc = _serve(tree, f, N, R, sites)
-        return TreeRun(algorithm, tree, eps, lp, marked, np.sort(R), sites, assign, facility, S, fc, cc)
+        assign, facility, S, fc, cc = _serve(tree, f, N, R, sites, n_original)
+        return TreeRun(algorithm, tree, eps, lp, marked, np.sort(R), sites, assign, facility, S, fc, cc, scales, used)
     if algorithm == "base":
         values = counts
     else:
@@ -174,7 +221,7 @@ def run_tree(instance: HSTInstance, epsilon: float, algorithm: str = "dp", rng=N
         draws = int(noisy.size)
     marked = (level >= lp) | (values * weight >= f)
     R = np.flatnonzero(marked if algorithm in ("dp_all_marked", "gupta_style") else minset(tree, marked))
-    assign, facility, S, fc, cc = _serve(tree, f, N, R, sites)
+    assign, facility, S, fc, cc = _serve(tree, f, N, R, sites, n_original)
     return TreeRun(algorithm, tree, eps, lp, marked, R, sites, assign, facility, S, fc, cc, scales, used, draws)
 
 
@@ -239,9 +286,10 @@ class PipelineReport:
         return self.run.R
 
     def summary(self) -> dict:
-        """The report of spec 8.1.5: costs, |R|, |S|, L', per-level noise scales, ε used."""
+        """The report of spec 8.1.5: costs, |R|, |S|, L', per-level noise scales, ε used (inf if not private)."""
         return {
             "algorithm": self.run.algorithm,
+            "private": self.run.private,
             "epsilon": self.epsilon,
             "realized_cost": self.realized_cost,
             "set_cost": self.set_cost,

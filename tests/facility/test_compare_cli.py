@@ -10,12 +10,16 @@ from dpmodels.facility.compare import compare_facility, lower_bound_table, stret
 
 
 def test_compare_costs_sit_above_the_mip_optimum_above_the_lp_bound():
-    table = compare_facility(epsilons=(0.5, 4.0), sizes=(15,), runs=3, seed=1, algorithms=("dp", "gupta_style"))
-    assert len(table) == 4
+    algorithms = ("dp", "gupta_style", "base")
+    table = compare_facility(epsilons=(0.5, 4.0), sizes=(15,), runs=3, seed=1, algorithms=algorithms)
+    assert len(table) == 6
     assert np.all(table.lp <= table.opt + 1e-9)
-    assert np.all(table.set_cost >= table.opt - 1e-9)  # every private solution is feasible in d
+    assert np.all(table.set_cost >= table.opt - 1e-9)  # every solution is feasible in d
     assert np.all(table.cost >= table.set_cost - 1e-9)
-    assert np.all(table.eps_used <= table.epsilon + 1e-12)
+    private = table[table.private]
+    assert sorted(set(private.algorithm)) == ["dp", "gupta_style"]
+    assert np.all(private.eps_used <= private.epsilon + 1e-12)
+    assert np.all(table[~table.private].eps_used == np.inf)  # Algorithm 1 is not DP at any finite ε
     with pytest.raises(DataValidationError, match="^algorithms"):
         compare_facility(algorithms=("nope",))
 

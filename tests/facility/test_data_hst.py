@@ -215,8 +215,32 @@ def test_frt_never_shrinks_and_has_singleton_bottom_levels(seed, mode, lam):
     singleton_levels = [0, 1] if mode == "tight" else [0]
     for lvl in [lvl for lvl in singleton_levels if lvl < tree.L]:
         assert np.unique(tree.ancestors[lvl]).size == tree.n
-    # clusters are nested: each node's leaves are exactly those whose level-ℓ ancestor it is (tree by construction)
-    assert np.all(tree.parent[tree.ancestors[0]] == tree.ancestors[1])
+    check_frt_carving(emb, d / emb.scale, lam, mode)
+
+
+def check_frt_carving(emb, dprime, lam, mode):
+    """Spec 2.2's carving, recomputed from d', β and π alone: at level 0 < i < L, a location joins the
+    ball of the first centre w in π (over all of V) with ``d'(w, x) < r(i)``.  So every member of a
+    level-i cluster lies within ``< r(i)`` of that one centre, the level-i clusters are exactly the
+    (parent cluster, centre) classes, and each cluster's locations are a subset of its parent's."""
+    tree = emb.tree
+    rank = np.argsort(emb.perm)  # π-position of every location
+    for i in range(1, tree.L):
+        r = emb.beta * (lam**i - 1) / (lam - 1) if mode == "tight" else emb.beta * lam ** (i - 1)
+        within = dprime < r  # within[w, x]
+        centre = np.array([emb.perm[np.argmax(within[emb.perm, x])] for x in range(tree.n)])
+        assert np.all(within[centre, np.arange(tree.n)])
+        assert np.all(rank[centre] <= rank)  # x is its own candidate, so its centre comes no later
+        upper = tree.ancestors[i + 1]
+        for u in np.unique(tree.ancestors[i]):
+            members = np.flatnonzero(tree.ancestors[i] == u)
+            w = centre[members[0]]
+            assert np.all(dprime[w, members] < r)  # geometric: inside the open ball of its centre
+            assert np.all(centre[members] == w)
+            same_class = np.flatnonzero((upper == upper[members[0]]) & (centre == w))
+            assert np.array_equal(same_class, members)  # the whole (parent, centre) class, nothing else
+            parent_members = np.flatnonzero(upper == tree.parent[u])
+            assert set(members.tolist()) <= set(parent_members.tolist())  # nested in the parent cluster
 
 
 def test_frt_points_path_equals_dense_path_and_is_seeded():

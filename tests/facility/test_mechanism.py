@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import dpmodels
 import instances
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
-from dpmodels.facility.data import UFLInstance
+from dpmodels.facility.data import HSTInstance, UFLInstance
 from dpmodels.facility.hst import lb9, minset, node_distance, subtree_counts
 from dpmodels.facility.mechanism import (
     algorithm1,
@@ -25,6 +25,7 @@ from dpmodels.facility.mechanism import (
     run_tree,
 )
 from dpmodels.facility.models import build_tree_model, build_ufl_mip, open_sites
+from instances.facility import chain_tree
 
 seeds = st.integers(0, 10_000)
 A_IDS = {"r": 0, "a": 1, "b": 2, "a1": 3, "a2": 4, "b1": 5, "b2": 6, "l1": 7, "l3": 9, "l8": 14}
@@ -177,8 +178,10 @@ def test_algorithm1_deterministic_bounds(seed, lam, eps):
     if lam < 1.5:
         return  # Claim 10 may fail below 1.5 (example B)
     counts = subtree_counts(tree, inst.N)
-    claim10 = set(np.flatnonzero(minset(tree, M & (counts >= 1))))
-    assert set(run.S.tolist()) <= claim10  # Claim 10 holds for λ >= 1.5
+    claim10 = np.flatnonzero(minset(tree, M & (counts >= 1)))
+    # all_nodes mode opens the original root in place of a padded one (post-processing, spec 2.1 padding)
+    claim10[claim10 >= inst.tree.n_nodes] = inst.tree.root
+    assert set(run.S.tolist()) <= set(claim10.tolist())  # Claim 10 holds for λ >= 1.5
 
 
 def test_claim_10_fails_below_1_5_on_example_b():
@@ -313,3 +316,91 @@ def test_relabelling_locations_permutes_the_outputs():
     assert sorted(sigma[b.S].tolist()) == a.S.tolist()
     assert b.realized_cost == pytest.approx(a.realized_cost)
     assert pts.shape == (30, 2)
+
+
+# ------------------------------------------------------------------ review regressions (F1, F2, F3, F6)
+PRIVATE = ("dp", "dp_uniform_noise", "dp_all_marked", "gupta_style")
+
+
+@pytest.mark.parametrize("algorithm", ["base", "open_all_client_locations"])
+def test_non_private_algorithms_report_an_infinite_privacy_loss(algorithm):
+    """Algorithm 1 and the trivial solution are deterministic functions of N: no finite ε covers them."""
+    a = instances.load("facility/example-a")
+    run = run_tree(a, 1.0, algorithm)
+    assert run.eps_used == math.inf and run.private is False
+    general = instances.generate("facility/plane", seed=3, n=15, f=0.3)
+    s = dp_ufl_general(general, 1.0, rng=0, algorithm=algorithm).summary()
+    assert s["eps_used"] == math.inf and s["private"] is False
+    res = dpmodels.solve(build_tree_model(a), "facility_mechanism", epsilon=1.0, seed=0, algorithm=algorithm)
+    assert res.extra_info.eps_used == math.inf and res.extra_info.private is False
+    res = dpmodels.solve(build_ufl_mip(general), "facility_mechanism", epsilon=1.0, seed=0, algorithm=algorithm)
+    assert res.extra_info.eps_used == math.inf and res.extra_info.private is False
+
+
+def test_base_output_separates_neighbours_and_private_algorithms_stay_within_budget():
+    a = instances.load("facility/example-a")
+    neighbour = a.with_counts([2, 0, 1, 0, 0, 0, 0, 1])  # one client fewer at l1
+    # P[R = {l1} | N] = 1 but P[R = {l1} | N'] = 0: the likelihood ratio is unbounded
+    assert run_tree(a, 1.0, "base").R.tolist() != run_tree(neighbour, 1.0, "base").R.tolist()
+    for algorithm in PRIVATE:
+        run = run_tree(a, 1.0, algorithm, rng=0)
+        assert run.private is True and 0 < run.eps_used <= 1.0 + 1e-12
+
+
+def test_opened_padded_ancestor_maps_to_the_original_root_in_all_nodes_mode():
+    """Example A with f = 30, one client at l1, ε = 1: L' = 9 pads 6 unary roots; at seed 160 the
+    published R is a padded node.  Its nearest original site is the old root (strictly closer to
+    every leaf), so S = {root} and the plugin loads it into the model (it used to raise KeyError)."""
+    inst = instances.load("facility/example-a", f=30.0).with_counts([1, 0, 0, 0, 0, 0, 0, 0])
+    n_orig = inst.tree.n_nodes
+    run = algorithm2(inst, 1.0, rng=160, sites="all_nodes")
+    assert run.lprime == 9 and run.R.max() >= n_orig  # a padded node is published
+    assert run.S.tolist() == [A_IDS["r"]]
+    assert run.cost == pytest.approx(30 + 4.75)  # f + d_T(l1, r)
+    model = build_tree_model(inst, sites="all_nodes")
+    res = dpmodels.solve(model, "facility_mechanism", epsilon=1.0, seed=160)
+    assert open_sites(model) == [A_IDS["r"]]
+    assert res.incumbent_objective == pytest.approx(run.cost) == pytest.approx(pyo.value(model.obj))
+    for seed in range(200):  # every opened site is an original node, and the cost never exceeds the padded one's
+        run = algorithm2(inst, 1.0, rng=seed, sites="all_nodes")
+        assert run.S.max() < n_orig
+        padded_cost = 30 + float(node_distance(run.tree, run.tree.leaf_node[:1], run.assign[:1])[0])
+        assert run.cost <= padded_cost + 1e-9
+
+
+def test_empty_nodes_are_marked_with_the_exact_laplace_probability():
+    """Spec 3.4: noise on every node below L', EMPTY ones too.  On example A (f = 3, ε = 1) the empty
+    nodes l2, l4, l5, l6, l7 (level 0) and b1 (level 1) are marked w.p. ``½ exp(-(f/λ^ℓ)/b_ℓ)``,
+    ``b_ℓ = f/(c η^{L'+ℓ})``, computed here from the spec's formulas (l2: 0.5 exp(-3/10.899) = 0.380)."""
+    inst = instances.load("facility/example-a")
+    empty = {8: 0, 10: 0, 11: 0, 12: 0, 13: 0, 5: 1}  # node id -> level, N_u = 0
+    lam, f, lp = 1.5, 3.0, 3  # L' = ⌈log_1.5 3⌉ = 3
+    eta = math.sqrt(lam)
+    c = (eta - 1) / eta**2
+    scale = {lvl: f / (c * eta ** (lp + lvl)) for lvl in (0, 1)}  # b_0 = 10.899, b_1 = 8.899
+    exact = np.array([0.5 * math.exp(-(f / lam**lvl) / scale[lvl]) for lvl in empty.values()])
+    assert exact[0] == pytest.approx(0.380, abs=1e-3)
+    runs = 4000
+    rng = np.random.default_rng(2)
+    hits = np.zeros(len(empty))
+    ids = list(empty)
+    for _ in range(runs):
+        hits += algorithm2(inst, 1.0, rng=rng).marked[ids]
+    freq = hits / runs
+    se = np.sqrt(exact * (1 - exact) / runs)
+    assert np.all(np.abs(freq - exact) <= 4 * se)
+
+
+def test_robust_lprime_validates_lambda_and_refuses_huge_trees():
+    for lam in (1.0, 0.5, -2.0):  # λ <= 1 used to loop forever
+        with pytest.raises(DataValidationError, match="^lambda"):
+            robust_lprime(1.0, 3.0, lam)
+    with pytest.raises(DataValidationError, match=r"^epsilon\*f: .*lambda"):
+        robust_lprime(1.0, 1e6, 1.0001)  # L' = ⌈log_1.0001 1e6⌉ = 138163 levels
+    near_one = HSTInstance(chain_tree(3, lam=1.0001), 1e6, [1])
+    with pytest.raises(DataValidationError, match=r"^epsilon\*f"):
+        run_tree(near_one, 1.0)
+    assert robust_lprime(1.0, 1.01**9_999, 1.01) == 9_999  # large trees below the cap still work
+    with pytest.raises(DataValidationError, match=r"^epsilon\*f: .*10000"):
+        robust_lprime(1.0, 1.01**10_001, 1.01)
+    assert robust_lprime(1.0, 3.0, 1.5) == 3

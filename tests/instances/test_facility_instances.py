@@ -19,6 +19,7 @@ def test_names_are_registered():
         "facility/example-a",
         "facility/example-b",
         "facility/example-e",
+        "facility/example-d",
         "facility/random-hst",
         "facility/plane",
         "facility/points",
@@ -115,3 +116,22 @@ def test_user_files(tmp_path):
         from_files(pts, counts)
     with pytest.raises(DataValidationError, match="^points: no such file"):
         from_files(tmp_path / "missing.csv", counts)
+
+
+def test_example_d_star_is_registered_with_its_optimum():
+    """Spec 7.5: m = 16, f = 1, r = 0.25, centre b plus 8 leaves, N = (1,1,16,1,1,16,1,1); opt = MIP = LP = 4.5."""
+    d = instances.load("facility/example-d")
+    assert d.N.tolist() == [0, 1, 1, 16, 1, 1, 16, 1, 1] and d.f == 1.0
+    assert d.distances[0, 1] == 0.25 and d.distances[1, 2] == 0.5
+    assert d.info["opt"] == pytest.approx(4.5) == star_opt(d.N[1:], 16, 1.0, 0.25)
+    assert solve_reference(build_ufl_mip(d)) == pytest.approx(4.5)
+    assert solve_reference(build_ufl_mip(d, relax=True)) == pytest.approx(4.5)
+
+
+def test_example_e_accepts_only_the_spec_budgets():
+    """Spec 7.6 fixes f for ε = 1 (L' = 10) and ε = 0.5 (L' = 13) only; another ε must not get ε = 0.5's f."""
+    assert instances.load("facility/example-e").f == pytest.approx(1.5**9 * 1.0001)
+    assert instances.load("facility/example-e", epsilon=0.5).f == pytest.approx(2 * 1.5**12 * 1.0001)
+    for eps in (0.25, 2.0, 0.0):
+        with pytest.raises(DataValidationError, match="^epsilon"):
+            instances.load("facility/example-e", epsilon=eps)
