@@ -201,3 +201,35 @@ def test_time_limit_of_a_persistent_highs_model_counts_from_now():
     again = lp.solve(retry=False)
     assert again.status == "Optimal"
     assert again.objective == pytest.approx(first.objective, rel=1e-9)
+
+
+@pytest.mark.parametrize("rows, cols, M, K", [(10, 12, 6, 30)])
+def test_cuts_stay_valid_at_a_feasible_point_under_huge_coefficients(rows, cols, M, K):
+    """At eps = 10/km on 1.5 km cells the rows carry e^15 ~ 3e6 coefficients and HiGHS's rays
+    and duals are dual feasible only to its scaled tolerance: unrepaired, feasibility cuts cut off
+    the exponential mechanism (a feasible point) by up to 0.018.  Every cut must hold there."""
+    import instances
+    from dpmodels.metricdp.mechanism import exponential_mechanism
+    from dpmodels.metricdp.partition import partition
+
+    inst = instances.generate("mdp/grid", seed=0, rows=rows, cols=cols, cell_km=1.5, K=K, epsilon=10, eta=2.0)
+    part = partition(inst, "k-m-DV", M=M)
+    em = exponential_mechanism(inst)[part.all_boundary].ravel()
+    subs = {s.block: s for s in B.build_subproblems(inst, part, part.all_boundary)}
+    phi_em = {b: B.solve_block(s, em).value for b, s in subs.items()}  # the blocks' values at a feasible point
+    cuts = []
+    original = B.Master.add_cut
+
+    def record(self, block, cols_, const, coeff):
+        cuts.append((block, const + coeff @ em[cols_]))
+        return original(self, block, cols_, const, coeff)
+
+    B.Master.add_cut = record
+    try:
+        B.benders(inst, part, gap=1e-4, max_iter=20)
+    finally:
+        B.Master.add_cut = original
+    assert any(block is None for block, _ in cuts)  # feasibility cuts were needed
+    for block, value in cuts:
+        bound = 0.0 if block is None else phi_em[block]
+        assert value <= bound + 1e-7 * max(1.0, abs(bound)), (block, value, bound)
