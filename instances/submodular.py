@@ -113,7 +113,7 @@ def coverage(
     cols = np.repeat(np.arange(users), deg)
     inc = sp.csc_matrix((np.ones(rows.size), (rows, cols)), shape=(n, users))
     w = rng.uniform(0.5, 1.0, users) if weighted else np.ones(users)
-    F = WeightedCoverage(inc, w)
+    F = WeightedCoverage(inc, w, sensitivity=1.0)  # public bound: every weight is drawn in [0.5, 1] or is 1
     M = make_matroid(matroid, n, rank, rng, blocks)
     return SubmodularInstance(F, M, f"submodular/coverage(n={n})", F.replace_user(0, [0]))
 
@@ -133,7 +133,7 @@ def facility(seed=0, n=30, customers=100, nearest=5, rank=5, matroid="uniform", 
     c = sp.csc_matrix(
         (np.concatenate(vals), (np.concatenate(rows), np.repeat(np.arange(customers), nearest))), shape=(n, customers)
     )
-    F = FacilityLocation(c, sensitivity=1.0)
+    F = FacilityLocation(c, benefit_bound=1.0)  # public bound: benefits 1 - d / d_max lie in [0, 1]
     M = make_matroid(matroid, n, rank, rng, blocks)
     return SubmodularInstance(F, M, f"submodular/facility(n={n})", F.replace_customer(0, np.zeros(n)))
 
@@ -167,12 +167,14 @@ def _lines(path):
 
 
 def coverage_from_file(
-    path, rank: int, matroid: str = "uniform", weights=None, blocks=None, seed=0
+    path, rank: int, *, sensitivity: float, matroid: str = "uniform", weights=None, blocks=None, seed=0
 ) -> SubmodularInstance:
     """Weighted coverage from a sets file: one line per element, ``[label:] user user ...``.
 
     User names may be any tokens; ``weights`` is an optional file of ``user weight`` lines
-    (default 1).  Reading is streaming and the incidence sparse: memory is linear in the file.
+    (default 1).  ``sensitivity`` is the declared, data-independent bound ``Delta`` on any user's
+    weight (required: it must not be read off the private file); a weight above it is refused.
+    Reading is streaming and the incidence sparse: memory is linear in the file.
     """
     users: dict[str, int] = {}
     rows, cols = [], []
@@ -193,14 +195,18 @@ def coverage_from_file(
                 raise DataValidationError("weights", f"user {name!r} does not appear in {path}")
             w[users[name]] = float(value)
     inc = sp.csc_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, max(1, len(users))))
-    F = WeightedCoverage(inc, w if users else np.ones(1))
+    F = WeightedCoverage(inc, w if users else np.ones(1), sensitivity=sensitivity)
     return SubmodularInstance(F, make_matroid(matroid, n, rank, make_rng(seed), blocks), f"coverage:{Path(path).name}")
 
 
-def facility_from_file(path, rank: int, matroid: str = "uniform", blocks=None, seed=0) -> SubmodularInstance:
+def facility_from_file(
+    path, rank: int, *, sensitivity: float, matroid: str = "uniform", blocks=None, seed=0
+) -> SubmodularInstance:
     """Facility location from a sparse similarity CSV ``site,customer,benefit`` (header optional).
 
-    Sites and customers may be any labels; sites are numbered in order of first appearance."""
+    Sites and customers may be any labels; sites are numbered in order of first appearance.
+    ``sensitivity`` is the declared, data-independent benefit bound ``B = Delta`` (required: it must
+    not be read off the private file); a benefit outside ``[0, B]`` is refused."""
     sites: dict[str, int] = {}
     customers: dict[str, int] = {}
     rows, cols, vals = [], [], []
@@ -220,7 +226,7 @@ def facility_from_file(path, rank: int, matroid: str = "uniform", blocks=None, s
     if not rows:
         raise DataValidationError("path", f"{path}: no site,customer,benefit lines")
     c = sp.csc_matrix((vals, (rows, cols)), shape=(len(sites), len(customers)))
-    F = FacilityLocation(c)
+    F = FacilityLocation(c, benefit_bound=sensitivity)
     return SubmodularInstance(
         F, make_matroid(matroid, len(sites), rank, make_rng(seed), blocks), f"facility:{Path(path).name}"
     )

@@ -107,7 +107,11 @@ class ContinuousGreedySolver(StructureSolver):
 
 
 class PrivateContinuousGreedySolver(StructureSolver):
-    """Algorithm 1 (or 2) on the multilinear relaxation; the privacy summary is in ``extra_info``."""
+    """Algorithm 1 (or 2) on the multilinear relaxation; the privacy summary is in ``extra_info``.
+
+    Only the point ``x_T`` and the rounded set ``S`` are private outputs.  The reported objective
+    (``F_D(S)`` or ``f_D(x_T)``) and ``relaxed_value`` are evaluation diagnostics computed on the
+    private data: they are not covered by the privacy accounting and must not be released."""
 
     CONFIG = PrivateCGConfig()
     formulations = frozenset({"submodular.multilinear"})

@@ -95,7 +95,11 @@ def _assignment(F, S, pairs) -> np.ndarray:
 
 
 class SubmodularGreedySolver(StructureSolver):
-    """Greedy, Mitrovic's private greedy, k-greedy and Algorithms 3/4 on the exact MILPs."""
+    """Greedy, Mitrovic's private greedy, k-greedy and Algorithms 3/4 on the exact MILPs.
+
+    For the private algorithms only the chosen set (or k-vector) is a private output.  The reported
+    objective ``F_D(S)`` is an evaluation diagnostic computed on the private data: it is
+    not covered by the privacy accounting and must not be released."""
 
     CONFIG = GreedyConfig()
     formulations = frozenset({"submodular.coverage_milp", "submodular.facility_milp", "submodular.kcoverage_milp"})

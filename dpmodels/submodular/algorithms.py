@@ -146,13 +146,15 @@ def continuous_greedy(
     grad_rng, round_rng = np.random.SeedSequence(_entropy(seed)).spawn(2)
     grad = gradient_oracle(F, gradient_mode, samples, np.random.default_rng(grad_rng))
     start = F.calls
-    x = np.zeros(F.n)
+    total = np.zeros(F.n)  # x_t = (sum of directions) / T: no drift from repeated x + y/T
+    x = total
     directions = []
     for _ in range(T):
         w = grad(x)
         y = lp_direction(M, w) if direction == "highs" else M.max_weight_base(w).astype(float)
         directions.append(y)
-        x = x + y / T
+        total = total + y
+        x = total / T
     x = np.clip(np.mean(directions, axis=0), 0.0, 1.0)
     value = multilinear(F, x) if has_closed_form(F) or F.n <= 16 else float("nan")
     res = ContinuousGreedyResult(x, directions, value, F.calls - start)

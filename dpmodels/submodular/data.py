@@ -1,7 +1,10 @@
 """Set-function oracles of the private (k-)submodular family (spec 1.1-1.3, 1.6, 9.1).
 
 A :class:`SetFunction` is a monotone submodular ``F_D : 2^E -> R_+`` with ``F(empty) = 0`` (A15),
-a *declared global* sensitivity ``Delta`` (A10) and an upper bound ``max_value`` (``M_F``).  Sets are
+a *declared global* sensitivity ``Delta`` (A10) and an upper bound ``max_value`` (``M_F``).
+``Delta`` is never read off the private data: each class takes a declared, data-independent
+record bound (coverage weights, facility ``benefit_bound``, ``DecomposableSum.record_bound``) and
+refuses records outside it.  Non-finite values of ``F`` are refused at every call.  Sets are
 boolean masks over ``E = {0..n-1}`` (``as_mask`` converts index lists).  Every call of ``F`` is
 counted in ``calls`` (A14: real oracle calls, not the paper's "f-evaluations").
 
@@ -61,6 +64,21 @@ def as_mask(S, n: int) -> np.ndarray:
     return mask
 
 
+def _declared_record_bound(given, sensitivity, field: str, values: np.ndarray) -> float:
+    """The declared per-record bound ``Delta``: 1 for the public unit-weight default, otherwise
+    ``sensitivity`` must be declared and every record value must lie in ``[0, Delta]`` (never clipped)."""
+    if sensitivity is None:
+        if given is not None:
+            raise PrivacyParameterError(
+                "sensitivity", f"explicit {field} need a declared data-independent bound Delta (spec A10)"
+            )
+        return 1.0
+    bound = _positive(sensitivity, "sensitivity")
+    if values.size and values.max() > bound:
+        raise DataValidationError(field, f"a record's value {values.max()} exceeds the declared bound {bound}")
+    return bound
+
+
 def _positive(value, field: str) -> float:
     value = float(value)
     if not math.isfinite(value) or value <= 0:
@@ -74,6 +92,8 @@ class SetFunction:
     n: int
     sensitivity: float
     max_value: float
+    #: Is ``max_value`` a public (data-independent) bound?  Only then may private algorithms use it.
+    public_max_value: bool = True
 
     def __init__(self, n: int, sensitivity: float, max_value: float):
         if int(n) < 1:
@@ -85,7 +105,10 @@ class SetFunction:
 
     def __call__(self, S) -> float:
         self.calls += 1
-        return float(self._value(as_mask(S, self.n)))
+        value = float(self._value(as_mask(S, self.n)))
+        if not math.isfinite(value):
+            raise DataValidationError("F", f"F(S) must be a finite number, got {value!r} (spec 1.1: F maps into R_+)")
+        return value
 
     def _value(self, mask: np.ndarray) -> float:
         raise NotImplementedError
@@ -114,7 +137,9 @@ class WeightedCoverage(SetFunction):
     """``F(S) = sum_v w_v [N(v) meets S]``: ``incidence`` is a sparse |E| x |V| 0/1 matrix.
 
     Users ``v`` are the private records; replacing one user's incidences changes ``F`` by at most
-    ``max_v w_v``, the default sensitivity (A9).
+    ``max_v w_v`` (A9).  ``sensitivity`` is the *declared* global bound ``Delta`` on any user's weight
+    (data-independent, A10): with unit weights (``weights=None``) it defaults to 1; explicit weights
+    need it declared, and a weight above it is refused (``F`` would then change by more than ``Delta``).
     """
 
     def __init__(self, incidence, weights=None, sensitivity: float | None = None):
@@ -130,8 +155,9 @@ class WeightedCoverage(SetFunction):
         self.incidence = inc
         self.by_element = inc.tocsr()
         self.weights = w
-        default = float(w.max()) if m and w.max() > 0 else 1.0
-        super().__init__(n, default if sensitivity is None else sensitivity, float(w.sum()))
+        delta = _declared_record_bound(weights, sensitivity, "weights", w)
+        # public M_F: unit weights sum to |V|; declared weights are each at most Delta
+        super().__init__(n, delta, float(m) if weights is None else delta * m)
 
     @property
     def n_users(self) -> int:
@@ -154,18 +180,23 @@ class WeightedCoverage(SetFunction):
 
 
 class FacilityLocation(SetFunction):
-    """``F(S) = sum_j max_{i in S} c_ij`` with ``c >= 0`` (|E| x customers, dense or sparse)."""
+    """``F(S) = sum_j max_{i in S} c_ij`` with ``c`` in ``[0, B]`` (|E| x customers, dense or sparse).
 
-    def __init__(self, benefit, sensitivity: float | None = None):
+    Customers are the private records.  ``benefit_bound`` ``B`` is a *declared*, data-independent
+    bound on every benefit; replacing one customer changes ``F`` by at most ``B``, so ``Delta = B``
+    (A10).  A benefit outside ``[0, B]`` is refused, never clipped.  ``max_value = B * customers``
+    is public too (the number of customers is public under replace-one)."""
+
+    def __init__(self, benefit, benefit_bound: float):
         c = sp.csc_matrix(benefit, dtype=np.float64)
         c.eliminate_zeros()
-        if c.nnz and (not np.all(np.isfinite(c.data)) or c.data.min() < 0):
-            raise DataValidationError("benefit", "must be finite and non-negative")
+        bound = _positive(benefit_bound, "benefit_bound")
+        if c.nnz and (not np.all(np.isfinite(c.data)) or c.data.min() < 0 or c.data.max() > bound):
+            raise DataValidationError("benefit", f"every benefit must be finite and in [0, benefit_bound={bound}]")
         self.benefit = c
+        self.benefit_bound = bound
         self.by_element = c.tocsr()
-        colmax = c.max(axis=0).toarray().ravel() if c.nnz else np.zeros(c.shape[1])
-        default = float(colmax.max()) if colmax.size and colmax.max() > 0 else 1.0
-        super().__init__(c.shape[0], default if sensitivity is None else sensitivity, float(colmax.sum()))
+        super().__init__(c.shape[0], bound, bound * c.shape[1])
 
     @property
     def n_customers(self) -> int:
@@ -180,29 +211,35 @@ class FacilityLocation(SetFunction):
         """The neighbouring dataset in which customer ``j`` has benefits ``column``."""
         c = self.benefit.tolil(copy=True)
         c[:, j] = np.asarray(column, dtype=np.float64).reshape(-1, 1)
-        return FacilityLocation(c.tocsc(), self.sensitivity)
+        return FacilityLocation(c.tocsc(), self.benefit_bound)
 
 
 class DecomposableSum(SetFunction):
     """``F = (1/n) sum_i F_i`` (``average=True``, the CPP case) or ``sum_i F_i``.
 
-    Each record ``F_i`` maps into ``[0, M_i]``; replace-one sensitivity is ``max_i M_i / n``
-    (average) or ``max_i M_i`` (sum).
+    ``record_bound`` is a *declared*, data-independent bound ``B`` with every record ``F_i`` mapping
+    into ``[0, B]`` (the paper's ``B = 1``); replace-one sensitivity is ``B / n`` (average) or ``B``
+    (sum), with the public record count ``n``.  A record with ``F_i(E) > B`` is refused (monotone
+    records peak at ``E``).
     """
 
-    def __init__(self, functions: Sequence[SetFunction], average: bool = True, sensitivity: float | None = None):
+    def __init__(self, functions: Sequence[SetFunction], record_bound: float, average: bool = True):
         if not functions:
             raise DataValidationError("functions", "need at least one record function")
         n = functions[0].n
         if any(f.n != n for f in functions):
             raise DataValidationError("functions", "all record functions must share one ground set")
+        bound = _positive(record_bound, "record_bound")
+        full = np.ones(n, dtype=bool)
+        for i, f in enumerate(functions):
+            top = float(f._value(full))
+            if not math.isfinite(top) or top > bound:
+                raise DataValidationError("functions", f"record {i} reaches F_i(E) = {top} > record_bound {bound}")
         self.functions = list(functions)
         self.average = bool(average)
+        self.record_bound = bound
         scale = 1.0 / len(functions) if average else 1.0
-        bound = max(f.max_value for f in functions)
-        default = bound * scale if bound > 0 else 1.0
-        total = sum(f.max_value for f in functions) * scale
-        super().__init__(n, default if sensitivity is None else sensitivity, total)
+        super().__init__(n, bound * scale, bound * len(functions) * scale)
 
     def _value(self, mask):
         total = sum(f._value(mask) for f in self.functions)
@@ -211,7 +248,7 @@ class DecomposableSum(SetFunction):
     def replace(self, i: int, function: SetFunction) -> DecomposableSum:
         funcs = list(self.functions)
         funcs[i] = function
-        return DecomposableSum(funcs, self.average, self.sensitivity)
+        return DecomposableSum(funcs, self.record_bound, self.average)
 
 
 @dataclass(frozen=True)
@@ -242,7 +279,7 @@ class CallableFunction(SetFunction):
         self.fn = fn
         super().__init__(n, sensitivity, math.inf if max_value is None else max_value)
         empty = float(fn(frozenset()))
-        if abs(empty) > 1e-12:
+        if not math.isfinite(empty) or abs(empty) > 1e-12:
             raise DataValidationError("fn", f"F(empty set) must be 0 (spec A15), got {empty}")
         if check:
             found = submodularity_violations(self, probes=probes, limit=1)
@@ -251,7 +288,9 @@ class CallableFunction(SetFunction):
                 raise DataValidationError("fn", f"declared monotone submodular but is not {v.kind}: {v.detail}")
         self.calls = 0
         if max_value is None:
-            self.max_value = float(fn(frozenset(range(self.n))))
+            self.max_value = self(np.ones(self.n, dtype=bool))  # F(E), read off the data: not public
+            self.public_max_value = False
+            self.calls = 0
 
     def _value(self, mask):
         return float(self.fn(frozenset(np.flatnonzero(mask).tolist())))
@@ -334,7 +373,10 @@ class KSubmodularFunction:
         if s.shape != (self.n,) or (s.size and (s.min() < 0 or s.max() > self.k)):
             raise DataValidationError("s", f"must be a length-{self.n} vector with entries in 0..{self.k}")
         self.calls += 1
-        return float(self._value(s))
+        value = float(self._value(s))
+        if not math.isfinite(value):
+            raise DataValidationError("F", f"F(s) must be a finite number, got {value!r}")
+        return value
 
     def _value(self, s: np.ndarray) -> float:
         raise NotImplementedError
@@ -360,8 +402,7 @@ class KCoverage(KSubmodularFunction):
         self.rows = stacked[order]
         self.rows.data[:] = 1.0
         self.weights = w
-        default = float(w.max()) if m and w.max() > 0 else 1.0
-        super().__init__(n, len(mats), default if sensitivity is None else sensitivity, float(w.sum()))
+        super().__init__(n, len(mats), _declared_record_bound(weights, sensitivity, "weights", w), float(w.sum()))
 
     def _value(self, s):
         supp = np.flatnonzero(s)
@@ -412,7 +453,7 @@ def facility_variant(costs: Sequence, C: float) -> SeparableSum:
         c = np.asarray(c, dtype=np.float64)
         if c.ndim != 2 or c.shape[0] != c.shape[1] or c.min() < 0 or c.max() > C:
             raise DataValidationError(f"costs[{i}]", f"must be a square matrix with entries in [0, C={C}]")
-        parts.append(FacilityLocation(C - c))
+        parts.append(FacilityLocation(C - c, benefit_bound=float(C)))
     return SeparableSum(parts, sensitivity=len(parts) * float(C))
 
 

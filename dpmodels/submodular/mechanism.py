@@ -57,11 +57,23 @@ __all__ = [
 # ----------------------------------------------------------------------------- exponential mechanism
 
 
-def em_probabilities(scores, inv_temp: float) -> np.ndarray:
-    """``Pr[j] ~ exp(inv_temp * q_j)``; ``inf`` puts all mass on the lowest-index argmax, ``0`` is uniform."""
+def _check_em_inputs(scores, inv_temp) -> tuple[np.ndarray, float]:
+    """Finite scores and an inverse temperature in ``[0, inf]``: a NaN would make the EM's argmax
+    (and so its output) deterministic, silently voiding the privacy guarantee."""
     q = np.asarray(scores, dtype=np.float64)
     if q.size == 0:
         raise DataValidationError("scores", "the exponential mechanism needs at least one candidate")
+    if not np.all(np.isfinite(q)):
+        raise DataValidationError("scores", f"must all be finite, got {q[~np.isfinite(q)][:3].tolist()}")
+    inv_temp = float(inv_temp)
+    if math.isnan(inv_temp) or inv_temp < 0:
+        raise PrivacyParameterError("inv_temp", f"must be in [0, inf], got {inv_temp!r}")
+    return q, inv_temp
+
+
+def em_probabilities(scores, inv_temp: float) -> np.ndarray:
+    """``Pr[j] ~ exp(inv_temp * q_j)``; ``inf`` puts all mass on the lowest-index argmax, ``0`` is uniform."""
+    q, inv_temp = _check_em_inputs(scores, inv_temp)
     if math.isinf(inv_temp):
         p = np.zeros(q.size)
         p[int(np.argmax(q))] = 1.0
@@ -72,7 +84,7 @@ def em_probabilities(scores, inv_temp: float) -> np.ndarray:
 
 def em_choice(scores, inv_temp: float, rng) -> tuple[int, np.ndarray]:
     """Sample by the Gumbel-max trick ``argmax_j (inv_temp q_j + G_j)``; returns (index, probabilities)."""
-    q = np.asarray(scores, dtype=np.float64)
+    q, inv_temp = _check_em_inputs(scores, inv_temp)
     probs = em_probabilities(q, inv_temp)
     if math.isinf(inv_temp):
         return int(np.argmax(probs)), probs
@@ -164,7 +176,7 @@ def private_continuous_greedy(
     accountant: PrivacyAccountant | None = None,
 ) -> PrivateCGResult:
     """Algorithm 1: at each of ``T`` steps (default ``r``) an EM over the cover ``C`` with score
-    ``<y, grad f(x)>`` and ``eps' = eps/(2 Delta)``, then ``x += y / T``; charged ``2 eps r`` per step.
+    ``<y, grad f(x)>`` and ``eps' = eps/(2 Delta)``, then ``x = (y_1 + ... + y_t) / T``; charged ``2 eps r`` per step.
 
     Covers (A1): ``bases`` (EM over the bases via the matroid's product-weight sampler; the default),
     ``maurey`` (averages of ``maurey_m`` bases: ``maurey_m`` independent base EMs at ``eps'/m``, a
@@ -179,7 +191,8 @@ def private_continuous_greedy(
     pts = None if cover == "maurey" else _cover_points(M, cover, q, points)
     beta = _inv_temp(eps, F.sensitivity)
     start, scores = F.calls, 0
-    x = np.zeros(F.n)
+    total = np.zeros(F.n)  # x_t = (sum of directions) / T: no drift from repeated x + y/T (spec 8.4 T=1000)
+    x = total
     directions, parts = [], []
     for t in range(T):
         g = grad(x)
@@ -194,7 +207,8 @@ def private_continuous_greedy(
             scores += len(pts)
         acc.charge(f"alg1 step {t + 1}", alg1_step_epsilon(eps, M.r))
         directions.append(y)
-        x = x + y / T
+        total = total + y
+        x = total / T
     info = {"cover": cover, "cover_size": None if pts is None else len(pts), "maurey_m": copies}
     return _finish(F, M, directions, acc, F.calls - start, scores, rounding, rngs["rounding"], info, parts or None)
 
@@ -288,11 +302,16 @@ def lift_to_bases(M: Matroid, y, max_iter: int = 500, tol: float = 1e-9):
 
 
 def alg2_sample_size(n: int, r: int, max_value: float, width: float) -> tuple[int, int]:
-    """``(N, K_L)``: ``K_L <= ceil(r M_F / width) + 1`` (data-independent, A7 iv) and
-    ``N = ceil(ln(2 K_L / theta) / (2 lambda^2))`` with ``lambda = 1/sqrt|E|``, ``theta = 1/|E|^2``."""
+    """``(N, K_L)``: ``K_L <= ceil(r M_F / width) + 1`` and ``N = ceil(ln(2 K_L / theta) / (2 lambda^2))``
+    with ``lambda = 1/sqrt|E|``, ``theta = 1/|E|^2``.  ``max_value`` must be a *public* bound ``M_F``
+    (A7 iv): ``N`` fixes how many points the EM sees, so a data-derived ``M_F`` would leak."""
     K_L = math.ceil(r * max_value / width) + 1
     lam, theta = 1.0 / math.sqrt(n), 1.0 / n**2
     return math.ceil(math.log(2 * K_L / theta) / (2 * lam**2)), K_L
+
+
+#: Alg. 2's independent random streams, in spawn order (the cover sub-samples never see data).
+ALG2_STREAMS = ("em", "gradient", "subsample", "rounding")
 
 
 def improved_private_continuous_greedy(
@@ -305,6 +324,7 @@ def improved_private_continuous_greedy(
     mu: float | None = None,
     mu_mode: str = "paper",
     sample_size: int | None = None,
+    value_bound: float | None = None,
     gradient_mode: str = "auto",
     samples: int | None = None,
     rounding: str = "swap",
@@ -314,20 +334,25 @@ def improved_private_continuous_greedy(
     """Algorithm 2 read as spec 3.2: an EM over a data-independent uniform sub-sample ``C'`` of the
     cover (a multiset of ``N`` points) with the quantised score ``w floor(<y, grad f>/w)``,
     ``w = ln(1 + mu)``; ``mu = e^eps - 1`` (A7 ii) or ``mu_mode="scale"`` (``w = Delta``, A7 v).
-    Charged ``2 eps r + eps w / Delta`` per step.  Requires ``0 < eps < inf``."""
+    Charged ``2 eps r + eps w / Delta`` per step.  Requires ``0 < eps < inf``.
+
+    ``N`` is ``sample_size`` or else :func:`alg2_sample_size` from the public bound ``value_bound``
+    (default: ``F.max_value`` when the function class declares it public; a callable whose
+    ``max_value`` was read off the data needs ``value_bound`` or ``sample_size``).  The released
+    ``info`` holds only public quantities (``N``, ``K_L``, ``width``, ``value_bound``)."""
     eps, T = _check_run(F, M, epsilon, T)
     if not 0 < eps < math.inf:
         raise PrivacyParameterError("epsilon", f"Algorithm 2 needs a finite positive epsilon, got {epsilon!r}")
     width = _alg2_width(eps, F.sensitivity, mu, mu_mode)
-    N, K_L = alg2_sample_size(F.n, M.r, F.max_value, width)
-    N = N if sample_size is None else int(sample_size)
+    bound, N, K_L = _alg2_size(F, M, width, sample_size, value_bound)
     acc = accountant if accountant is not None else PrivacyAccountant(private=True)
-    rngs = _streams(seed, ["em", "gradient", "subsample", "rounding"])
+    rngs = _streams(seed, ALG2_STREAMS)
     grad = gradient_oracle(F, gradient_mode, samples, rngs["gradient"])
     pts = _cover_points(M, cover, q, None)
     beta = _inv_temp(eps, F.sensitivity)
     start, scores = F.calls, 0
-    x = np.zeros(F.n)
+    total = np.zeros(F.n)
+    x = total
     directions = []
     for t in range(T):
         sub = _uniform_cover_sample(M, pts, N, rngs["subsample"])
@@ -337,9 +362,31 @@ def improved_private_continuous_greedy(
         scores += len(sub)
         acc.charge(f"alg2 step {t + 1}", alg2_step_epsilon(eps, M.r, width, F.sensitivity))
         directions.append(sub[idx])
-        x = x + sub[idx] / T
-    info = {"sample_size": N, "K_L": K_L, "width": width}
+        total = total + sub[idx]
+        x = total / T
+    info = {"sample_size": N, "K_L": K_L, "width": width, "value_bound": bound}
     return _finish(F, M, directions, acc, F.calls - start, scores, rounding, rngs["rounding"], info)
+
+
+def _alg2_size(F: SetFunction, M: Matroid, width: float, sample_size, value_bound):
+    """``(value_bound, N, K_L)`` from public inputs only (review F3)."""
+    if value_bound is None and F.public_max_value:
+        value_bound = F.max_value
+    if value_bound is None:
+        if sample_size is None:
+            raise PrivacyParameterError(
+                "value_bound", "F.max_value is data-derived: declare a public bound M_F (value_bound) or sample_size"
+            )
+        return None, int(sample_size), None
+    bound = float(value_bound)
+    if not 0 < bound < math.inf:
+        raise PrivacyParameterError("value_bound", f"must be a finite positive bound M_F, got {value_bound!r}")
+    N, K_L = alg2_sample_size(F.n, M.r, bound, width)
+    if sample_size is not None:
+        N = int(sample_size)
+    if N < 1:
+        raise DataValidationError("sample_size", f"must be >= 1, got {N}")
+    return bound, N, K_L
 
 
 def _alg2_width(eps: float, sensitivity: float, mu, mu_mode: str) -> float:
@@ -437,6 +484,10 @@ def alg4_subset_size(n: int, r: int, t: int, gamma: float) -> int:
     return min(math.ceil((n - t + 1) / (r - t + 1) * math.log(r / gamma)), n - t + 1)
 
 
+#: Alg. 4's independent random streams, in spawn order (the subsets ``R`` never see data).
+ALG4_STREAMS = ("em", "subsets")
+
+
 def private_k_greedy_sampled(
     F: KSubmodularFunction,
     M: Matroid,
@@ -452,7 +503,7 @@ def private_k_greedy_sampled(
     if not 0 < gamma < 1:
         raise DataValidationError("gamma", f"the failure probability must be in (0, 1), got {gamma}")
     acc = accountant if accountant is not None else PrivacyAccountant(private=True)
-    rngs = _streams(seed, ["em", "subsets"])
+    rngs = _streams(seed, ALG4_STREAMS)
     beta = _inv_temp(eps, F.sensitivity)
     start = F.calls
     s = np.zeros(F.n, dtype=np.int64)
@@ -493,7 +544,8 @@ def alg1_distribution(
     beta = _inv_temp(eps, F.sensitivity)
     out: dict[tuple, float] = {}
 
-    def walk(x, t, p):
+    def walk(total, t, p):  # x_t = total / T, as in the samplers
+        x = total / T
         if t == T:
             key = tuple(np.round(x, 12))
             out[key] = out.get(key, 0.0) + p
@@ -501,7 +553,7 @@ def alg1_distribution(
         probs = em_probabilities(cands @ gradient(F, x), beta)
         for y, py in zip(cands, probs, strict=True):
             if py > 0:
-                walk(x + y / T, t + 1, p * py)
+                walk(total + y, t + 1, p * py)
 
     walk(np.zeros(F.n), 0, 1.0)
     return out
@@ -522,7 +574,8 @@ def alg2_distribution(
     beta = _inv_temp(eps, F.sensitivity)
     out: dict[tuple, float] = {}
 
-    def walk(x, t, p):
+    def walk(total, t, p):  # x_t = total / T, as in the samplers
+        x = total / T
         if t == T:
             key = tuple(np.round(x, 12))
             out[key] = out.get(key, 0.0) + p
@@ -531,7 +584,7 @@ def alg2_distribution(
         probs = em_probabilities(w * np.floor(pts @ gradient(F, x) / w), beta)
         for y, py in zip(pts, probs, strict=True):
             if py > 0:
-                walk(x + y / T, t + 1, p * py)
+                walk(total + y, t + 1, p * py)
 
     walk(np.zeros(F.n), 0, 1.0)
     return out

@@ -52,25 +52,37 @@ def test_coverage_from_a_sets_file(tmp_path):
     sets.write_text("# element: users\na: alice bob\nb: carol\nc: alice\n")
     weights = tmp_path / "w.txt"
     weights.write_text("alice 1\nbob 0.1\ncarol 1\n")
-    inst = coverage_from_file(sets, rank=2, matroid="uniform", weights=weights)
+    inst = coverage_from_file(sets, rank=2, matroid="uniform", weights=weights, sensitivity=1.0)
     assert inst.function.n == 3 and inst.function([0, 2]) == pytest.approx(1.1) and inst.function([1, 2]) == 2.0
+    assert inst.function.sensitivity == 1.0
+    with pytest.raises(TypeError):  # the bound is declared, never read off the file (review F1)
+        coverage_from_file(sets, rank=2, weights=weights)
+    with pytest.raises(DataValidationError, match="weights"):
+        coverage_from_file(sets, rank=2, weights=weights, sensitivity=0.5)
     weights.write_text("dave 1\n")
     with pytest.raises(DataValidationError, match="dave"):
-        coverage_from_file(sets, rank=2, weights=weights)
+        coverage_from_file(sets, rank=2, weights=weights, sensitivity=1.0)
 
 
 def test_facility_from_a_similarity_file(tmp_path):
     path = tmp_path / "sim.csv"
     path.write_text("site,customer,benefit\ns1,c1,0.5\ns2,c1,0.9\ns2,c2,0.3\n")
-    inst = facility_from_file(path, rank=1)
+    inst = facility_from_file(path, rank=1, sensitivity=1.0)
+    assert inst.function.sensitivity == 1.0
     assert (
         inst.function.n == 2
         and inst.function([1]) == pytest.approx(1.2)
         and inst.function([0, 1]) == pytest.approx(1.2)
     )
+    with pytest.raises(TypeError):  # the bound is declared, never read off the file (review F1)
+        facility_from_file(path, rank=1)
+    path.write_text("site,customer,benefit\ns1,c1,0.5\ns2,c1,0.9\ns2,c2,40\n")  # one customer changed
+    with pytest.raises(DataValidationError, match="benefit"):
+        facility_from_file(path, rank=1, sensitivity=1.0)
+    assert facility_from_file(path, rank=1, sensitivity=40.0).function.sensitivity == 40.0
     path.write_text("s1,c1,0.5\ns1,c2,oops\n")
     with pytest.raises(DataValidationError, match="bad line"):
-        facility_from_file(path, rank=1)
+        facility_from_file(path, rank=1, sensitivity=1.0)
 
 
 def test_large_sparse_file_uses_linear_memory(tmp_path):
@@ -82,7 +94,7 @@ def test_large_sparse_file_uses_linear_memory(tmp_path):
         for _ in range(n):
             fh.write(" ".join(f"u{u}" for u in rng.integers(users, size=2)) + "\n")
     tracemalloc.start()
-    inst = coverage_from_file(path, rank=10)
+    inst = coverage_from_file(path, rank=10, sensitivity=1.0)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert inst.function.n == n and inst.function.incidence.nnz <= 2 * n

@@ -36,8 +36,10 @@ def test_trap_greedy_is_055_opt_and_continuous_greedy_beats_it(trap):
     cg = continuous_greedy(F, M, T=2, seed=0)
     assert np.allclose(cg.x, [0.5, 0.5, 1.0]) and cg.value == pytest.approx(1.55, abs=1e-12)
     assert cg.value / 2.0 >= 0.775 - 1e-12
-    for T, expected in [(4, 1.775), (10, 1.82), (100, 1.901)]:
-        assert continuous_greedy(F, M, T=T, rounding="none").value == pytest.approx(expected, abs=1e-9)
+    for T, expected in [(4, 1.775), (10, 1.82), (100, 1.901), (1000, 1.9091)]:
+        res = continuous_greedy(F, M, T=T, rounding="none")
+        assert res.value == pytest.approx(expected, abs=1e-9)
+        assert np.array_equal(res.x, np.sum(res.directions, axis=0) / T)  # no x + y/T drift (review F8)
 
 
 def test_lp_direction_equals_matroid_greedy_along_the_run(trap):

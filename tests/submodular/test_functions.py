@@ -29,7 +29,7 @@ from dpmodels.submodular.multilinear import SampledGradient, gradient, multiline
 def random_coverage(seed, n=6, users=8):
     rng = np.random.default_rng(seed)
     inc = rng.random((n, users)) < 0.35
-    return WeightedCoverage(inc, rng.uniform(0, 1, users))
+    return WeightedCoverage(inc, rng.uniform(0, 1, users), sensitivity=1.0)
 
 
 def random_facility(seed, n=6, customers=5):
@@ -37,7 +37,7 @@ def random_facility(seed, n=6, customers=5):
     c = rng.random((n, customers))
     c[c < 0.4] = 0
     c[1, 0] = c[2, 0] = 0.7  # a tie
-    return FacilityLocation(c)
+    return FacilityLocation(c, benefit_bound=1.0)
 
 
 FUNCTIONS = [random_coverage, random_facility]
@@ -152,27 +152,79 @@ def test_sensitivity_declarations_on_neighbours():
     assert 0 < worst <= F.sensitivity
     for x in np.random.default_rng(0).random((20, 3)):
         assert np.max(np.abs(gradient(F, x) - gradient(Fp, x))) <= 2 * F.sensitivity + 1e-12
-    tight = WeightedCoverage(F.incidence, F.weights, sensitivity=0.5)
+    tight = CallableFunction(lambda S: F(sorted(S)), F.n, sensitivity=0.5)  # under-declared Delta
     with pytest.raises(PrivacyParameterError, match="sensitivity"):
         check_sensitivity(tight, Fp)
+    with pytest.raises(DataValidationError, match="weights"):  # a weight above the declared bound
+        WeightedCoverage(F.incidence, F.weights, sensitivity=0.5)
 
 
-def test_decomposable_sum_sensitivity_and_values():
+def test_decomposable_sum_sensitivity_is_the_declared_record_bound_over_n():
+    """Delta = B / n from the declared record bound B (never from the records' own ranges)."""
     parts = [random_coverage(s) for s in range(4)]
-    D = DecomposableSum(parts, average=True)
-    assert D.sensitivity == pytest.approx(max(p.max_value for p in parts) / 4)
+    top = max(p(np.ones(6, bool)) for p in parts)
+    D = DecomposableSum(parts, record_bound=8.0, average=True)
+    assert D.sensitivity == 8.0 / 4 and D.max_value == 8.0
+    assert DecomposableSum(parts, record_bound=8.0, average=False).sensitivity == 8.0
     S = [0, 2]
     assert D(S) == pytest.approx(np.mean([p(S) for p in parts]))
     Dp = D.replace(1, random_coverage(99))
+    assert Dp.sensitivity == D.sensitivity  # the neighbour runs with the same Delta
     sets = [np.array(b, bool) for b in itertools.product([0, 1], repeat=6)]
     assert check_sensitivity(D, Dp, sets) <= D.sensitivity
+    with pytest.raises(DataValidationError, match="record_bound"):  # a record outside [0, B] is refused
+        DecomposableSum(parts, record_bound=top / 2)
+    with pytest.raises(TypeError):  # no data-derived default
+        DecomposableSum(parts)
+
+
+def test_facility_location_sensitivity_is_the_declared_benefit_bound():
+    """Review F1 / e2: Delta used to default to max(c) of the private data, so neighbours ran with
+    different eps' and Alg. 1 (T=1, r=1, eps=1) lost 4.19 against the accounted 2 eps r T = 2."""
+    from dpmodels.submodular.matroids import UniformMatroid
+    from dpmodels.submodular.mechanism import alg1_distribution, privacy_loss, private_continuous_greedy
+
+    c = np.zeros((3, 10))
+    c[0, :] = 1.0
+    cp = c.copy()
+    cp[:, 9] = [0.0, 0.0, 50.0]  # customer 9 replaced by one valuing site 2 at 50
+    with pytest.raises(TypeError):
+        FacilityLocation(c)  # no data-derived default
+    with pytest.raises(DataValidationError, match="benefit"):
+        FacilityLocation(cp, benefit_bound=1.0)  # refused, never clipped
+    D, Dp = FacilityLocation(c, benefit_bound=50.0), FacilityLocation(cp, benefit_bound=50.0)
+    assert D.sensitivity == Dp.sensitivity == 50.0 and D.max_value == 500.0
+    assert D.replace_customer(9, cp[:, 9]).sensitivity == 50.0
+    assert check_sensitivity(D, Dp) <= 50.0
+    M = UniformMatroid(3, 1)
+    for eps in (0.5, 1.0, 2.0):
+        loss = privacy_loss(alg1_distribution(D, M, eps, T=1), alg1_distribution(Dp, M, eps, T=1))
+        accounted = private_continuous_greedy(D, M, eps, T=1, seed=0).accountant.basic()[0]
+        assert accounted == pytest.approx(2 * eps) and loss <= accounted + 1e-9
+
+
+def test_non_finite_values_are_refused():
+    """Review F4 / e7: a NaN F value passed the declaration check and made the EM deterministic."""
+    from dpmodels.submodular.mechanism import em_choice, em_probabilities
+
+    with pytest.raises(DataValidationError, match="finite"):
+        CallableFunction(lambda S: float("nan") if S == frozenset({1}) else float(min(len(S), 2)), 4, sensitivity=1)
+    with pytest.raises(DataValidationError, match="empty"):
+        CallableFunction(lambda S: float(len(S)) if S else float("nan"), 4, sensitivity=1)
+    with pytest.raises(DataValidationError, match="scores"):
+        em_probabilities([1, np.nan, 1, 1], 0.05)
+    with pytest.raises(DataValidationError, match="scores"):
+        em_choice([1, np.inf, 1], 0.05, np.random.default_rng(0))
+    for bad in (np.nan, -1.0):
+        with pytest.raises(PrivacyParameterError, match="inv_temp"):
+            em_probabilities([1, 2], bad)
 
 
 def test_bad_function_inputs_fail_early():
     with pytest.raises(DataValidationError, match="weights"):
         WeightedCoverage(np.eye(2), [1.0, -1.0])
     with pytest.raises(DataValidationError, match="benefit"):
-        FacilityLocation(-np.eye(2))
+        FacilityLocation(-np.eye(2), benefit_bound=1.0)
     with pytest.raises(PrivacyParameterError, match="sensitivity"):
         WeightedCoverage(np.eye(2), sensitivity=-1)
     with pytest.raises(DataValidationError, match="S"):

@@ -247,3 +247,205 @@ def test_exact_privacy_audit_of_algorithm_2(trap, eps):
         Q = alg2_distribution(trap.neighbour, M, eps, subsamples)
         assert sum(P.values()) == pytest.approx(1.0)
         assert privacy_loss(P, Q) <= 2 * alg2_step_epsilon(eps, M.r, eps, F.sensitivity) + 1e-9
+
+
+# ----------------------------------------------------------------------------- shipped samplers vs exact laws
+
+
+def _sampler_case():
+    """Coverage on U(4, 2) with singleton values 3, 2, 2, 1 (Delta = 1): score gaps of a few units, so
+    at eps = 1 a doubled inverse temperature moves the output law far beyond sampling noise."""
+    from dpmodels.submodular.data import WeightedCoverage
+
+    inc = np.zeros((4, 6))
+    for e, users in enumerate([(0, 1, 2), (2, 3), (3, 4), (5,)]):
+        inc[e, list(users)] = 1
+    return WeightedCoverage(inc, sensitivity=1.0), UniformMatroid(4, 2)
+
+
+def _assert_law(draw, law: dict, n: int, key=lambda o: o):
+    """Chi-square of ``n`` draws (seeds 0..n-1) against ``law``; cells with expected < 5 are pooled.
+    ``law`` may be a callable ``seed -> dict`` (a mixture over data-independent randomness)."""
+    counts: dict = {}
+    expected: dict = {}
+    for s in range(n):
+        o = key(draw(s))
+        counts[o] = counts.get(o, 0) + 1
+        for k, p in (law(s) if callable(law) else law).items():
+            expected[k] = expected.get(k, 0.0) + p
+    assert set(counts) <= {k for k, p in expected.items() if p > 0}, "an outcome of probability 0 was drawn"
+    keys = sorted(expected)
+    obs = np.array([counts.get(k, 0) for k in keys], float)
+    exp = np.array([expected[k] for k in keys])
+    big = exp >= 5
+    obs, exp = np.append(obs[big], obs[~big].sum()), np.append(exp[big], exp[~big].sum())
+    if exp[-1] == 0:
+        obs, exp = obs[:-1], exp[:-1]
+    assert chisquare(obs, exp).pvalue > 1e-4
+
+
+def _x_key(res):
+    return tuple(np.round(res.x, 9))
+
+
+def _law_keys(law):
+    return {tuple(np.round(np.array(k, float), 9)): p for k, p in law.items()}
+
+
+@pytest.mark.parametrize(("cover", "q", "n"), [("bases", None, 1000), ("grid", 1, 1000)])
+def test_algorithm_1_sampler_matches_its_exact_law(cover, q, n):
+    """Review F5: the shipped Alg. 1 sampler (product-weight base sampler, or Gumbel EM over the grid)
+    at eps = 1, T = 2 against the enumerated law of x_T (spec 8.2.1)."""
+    F, M = _sampler_case()
+    law = _law_keys(alg1_distribution(F, M, 1.0, T=2, cover=cover, q=q))
+    run = lambda s: private_continuous_greedy(F, M, 1.0, T=2, cover=cover, q=q, seed=s, rounding="none")  # noqa: E731
+    _assert_law(run, law, n, _x_key)
+
+
+def test_algorithm_2_sampler_matches_its_law_given_the_subsamples():
+    """Review F5: Alg. 2 at eps = 1 against the mixture over seeds of its exact law conditional on the
+    (data-independent, re-drawn here from the same stream) cover sub-samples."""
+    from dpmodels.submodular.mechanism import (
+        ALG2_STREAMS,
+        _streams,
+        _uniform_cover_sample,
+        alg2_distribution,
+        grid_cover,
+    )
+
+    F, M = _sampler_case()
+    cover = grid_cover(M, 1)
+
+    def law(s):
+        rng = _streams(s, ALG2_STREAMS)["subsample"]
+        subs = [_uniform_cover_sample(M, cover, 4, rng) for _ in range(2)]
+        return _law_keys(alg2_distribution(F, M, 1.0, subs))
+
+    run = lambda s: improved_private_continuous_greedy(  # noqa: E731
+        F, M, 1.0, T=2, cover="grid", q=1, sample_size=4, seed=s, rounding="none"
+    )
+    assert len(cover) == 11
+    _assert_law(run, law, 800, _x_key)
+
+
+def test_mitrovic_sampler_matches_an_independent_law():
+    """Review F5: Mitrovic's private greedy at eps = 1 against a law enumerated here with plain numpy."""
+    F, M = _sampler_case()
+    law: dict = {}
+
+    def walk(S, p):
+        if len(S) == M.r:
+            law[tuple(sorted(S))] = law.get(tuple(sorted(S)), 0.0) + p
+            return
+        cand = [e for e in range(M.n) if e not in S and M.is_independent(sorted(S | {e}))]
+        gains = np.array([F(sorted(S | {e})) - F(sorted(S)) for e in cand])
+        w = np.exp(0.5 * (gains - gains.max()))  # eps' = eps / (2 Delta) = 0.5
+        for e, pe in zip(cand, w / w.sum(), strict=True):
+            walk(S | {e}, p * pe)
+
+    walk(frozenset(), 1.0)
+    run = lambda s: mitrovic_private_greedy(F, M, 1.0, seed=s)  # noqa: E731
+    _assert_law(run, law, 800, lambda res: tuple(np.flatnonzero(res.S).tolist()))
+
+
+@pytest.mark.parametrize("algorithm", ["alg3", "alg4"])
+def test_k_greedy_samplers_match_the_exact_law(ex2, algorithm):
+    """Review F5: Alg. 3 and Alg. 4 (gamma = 0.1: s_t covers every free element on Example 2, so its
+    law is Alg. 3's) at eps = 1 against the enumerated law, itself pinned by the spec's E F = 3.3922."""
+    F, M = ex2.function, ex2.matroid
+    law = alg3_distribution(F, M, 1.0)
+    assert sum(p * F(np.array(s)) for s, p in law.items()) == pytest.approx(3.3922, abs=1e-4)  # spec 8.4
+    assert [alg4_subset_size(3, 2, t, 0.1) for t in (1, 2)] == [3, 2]
+    if algorithm == "alg3":
+        run = lambda s: private_k_greedy(F, M, 1.0, seed=s)  # noqa: E731
+    else:
+        run = lambda s: private_k_greedy_sampled(F, M, 1.0, gamma=0.1, seed=s)  # noqa: E731
+    _assert_law(run, law, 400, lambda res: tuple(int(v) for v in res.S))
+
+
+def test_algorithm_2_accountant_fixed_constants(trap):
+    """Review F6, derived by hand from spec 1.7 / A7 v: per step 2 eps r + eps w / Delta.
+    Trap: r = 2, Delta = 1, T = 2.  eps = 1, mu = e - 1 (w = ln(1 + mu) = 1): 2*1*2 + 1*1/1 = 5 per
+    step, 10.0 in total.  eps = 0.5: paper mode w = 0.5 gives 2 + 0.25 = 2.25 (4.5 total); scale mode
+    w = Delta = 1 gives 2 eps r + eps = 2.5 (5.0 total).  Scale mode always adds exactly eps per step."""
+    F, M = trap.function, trap.matroid
+    assert F.sensitivity == 1.0 and M.r == 2
+    run = lambda eps, **kw: improved_private_continuous_greedy(  # noqa: E731
+        F, M, eps, T=2, seed=0, sample_size=5, rounding="none", **kw
+    ).accountant.basic()[0]
+    assert run(1.0) == pytest.approx(10.0)
+    assert run(1.0, mu=math.e - 1) == pytest.approx(10.0)
+    assert run(0.5) == pytest.approx(4.5)
+    assert run(0.5, mu_mode="scale") == pytest.approx(5.0)
+    assert alg2_step_epsilon(1.0, 2, 1.0, 1.0) == pytest.approx(5.0)
+    # Delta = 2, eps = 1: paper w = 1 gives 4 + 1/2 = 4.5 per step (9.0); scale w = 2 gives 4 + 1 (10.0)
+    from dpmodels.submodular.data import WeightedCoverage
+
+    G = WeightedCoverage(F.incidence, F.weights, sensitivity=2.0)
+    run2 = lambda **kw: improved_private_continuous_greedy(  # noqa: E731
+        G, M, 1.0, T=2, seed=0, sample_size=5, rounding="none", **kw
+    ).accountant.basic()[0]
+    assert run2() == pytest.approx(9.0) and run2(mu_mode="scale") == pytest.approx(10.0)
+
+
+def test_algorithm_2_sample_size_is_public(trap):
+    """Review F3 / e4: N and K_L came from the data-derived F.max_value, so D and D' drew different
+    numbers of cover points (visible in the output law and in the released info)."""
+    inst = instances.generate("submodular/facility", seed=0, n=6, customers=3, nearest=6, rank=2)
+    F, Fp, M = inst.function, inst.neighbour, inst.matroid
+    a = improved_private_continuous_greedy(F, M, 1.0, seed=0, rounding="none")
+    b = improved_private_continuous_greedy(Fp, M, 1.0, seed=0, rounding="none")
+    assert a.info == b.info and a.info["value_bound"] == 3.0  # B * customers, both public
+    assert (a.info["sample_size"], a.info["K_L"]) == alg2_sample_size(6, 2, 3.0, 1.0)
+    for s in range(5):  # eps -> 0: the EM ignores scores, so the same seed gives the same x_T
+        x = improved_private_continuous_greedy(F, M, 1e-12, seed=s, rounding="none").x
+        assert np.array_equal(x, improved_private_continuous_greedy(Fp, M, 1e-12, seed=s, rounding="none").x)
+    from dpmodels.submodular.data import CallableFunction
+
+    G = CallableFunction(lambda S: float(min(len(S), 2)), 3, sensitivity=1.0)  # max_value read off fn
+    with pytest.raises(PrivacyParameterError, match="value_bound"):
+        improved_private_continuous_greedy(G, trap.matroid, 1.0)
+    ok = improved_private_continuous_greedy(G, trap.matroid, 1.0, value_bound=2.0, rounding="none")
+    assert ok.info["value_bound"] == 2.0
+
+
+def test_algorithm_4_at_eps_inf_is_sampled_greedy_on_the_same_subsets():
+    """Spec 8.3.1 / review F7: with gamma = 0.9 the subsets R are strict subsets of the free elements;
+    eps = inf must equal the sampled k-greedy (argmax of the gain over (R cap Lambda) x [k], lowest
+    index on ties) run here on the same R sequence, re-drawn from Alg. 4's subsets stream."""
+    from dpmodels.submodular.algorithms import k_extensions
+    from dpmodels.submodular.mechanism import ALG4_STREAMS, _streams
+
+    inst = instances.generate("submodular/k-coverage", seed=3, n=12, users=30, k=3, rank=4)
+    F, M, gamma = inst.function, inst.matroid, 0.9
+    full = k_greedy(F, M).S
+    differs = 0
+    for seed in range(4):
+        rng = _streams(seed, ALG4_STREAMS)["subsets"]
+        s, strict = np.zeros(F.n, dtype=np.int64), 0
+        for t in range(1, M.r + 1):
+            lam, free = set(k_extensions(M, s)), np.flatnonzero(s == 0)
+            size = alg4_subset_size(F.n, M.r, t, gamma)
+            strict += size < free.size
+            cand: list = []
+            while not cand:
+                cand = sorted(int(e) for e in rng.choice(free, size=min(size, free.size), replace=False) if e in lam)
+            best, pick = -math.inf, None
+            for e in cand:
+                for i in range(1, F.k + 1):
+                    t_s = s.copy()
+                    t_s[e] = i
+                    if F(t_s) - F(s) > best:
+                        best, pick = F(t_s) - F(s), (e, i)
+            s[pick[0]] = pick[1]
+        assert strict >= 1
+        res = private_k_greedy_sampled(F, M, math.inf, gamma=gamma, seed=seed)
+        assert np.array_equal(res.S, s)
+        differs += not np.array_equal(s, full)
+    assert differs >= 2  # the subsets matter: these runs are not the full k-greedy
+
+
+def test_algorithm_1_at_eps_inf_has_no_step_drift(trap):
+    """Review F8: spec 8.4's T = 1000 row (1.9091); accumulating ``x + y/T`` drifted to 1.91."""
+    res = private_continuous_greedy(trap.function, trap.matroid, math.inf, T=1000, rounding="none")
+    assert res.value == pytest.approx(1.9091, abs=1e-9)
