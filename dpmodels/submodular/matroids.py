@@ -299,6 +299,15 @@ class PartitionMatroid(Matroid):
         block.block_caps = pyo.Constraint(range(len(blocks)), rule=rule)
 
 
+def _log_poly_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Product of two polynomials given by log coefficients (``-inf`` for zero)."""
+    out = np.full(a.size + b.size - 1, -np.inf)
+    for i, ai in enumerate(a):
+        if ai != -np.inf:
+            out[i : i + b.size] = np.logaddexp(out[i : i + b.size], ai + b)
+    return out
+
+
 class LaminarMatroid(Matroid):
     """A laminar family of sets ``A`` with capacities ``c_A``: ``|S cap A| <= c_A`` for all ``A``."""
 
@@ -318,6 +327,83 @@ class LaminarMatroid(Matroid):
 
     def is_independent(self, S) -> bool:
         return bool(np.all(self._rows @ as_mask(S, self.n) <= self.caps))
+
+    def sample_base(self, log_weights, rng) -> np.ndarray:
+        """A base with probability ~ ``prod_{e in B} exp(log_weights[e])``, exactly, at any |E|.
+
+        Elements are decided in turn, each with its exact conditional probability
+        ``Z(e in) / (Z(e in) + Z(e out))``, where ``Z`` is the weight of the bases consistent with
+        the decisions so far: a product over the laminar tree of generating polynomials in the
+        set size, truncated at each set's capacity, kept in log space (no overflow at any weight
+        range).  The same computation runs whatever the weights, so the path is data independent.
+        """
+        lw = np.asarray(log_weights, dtype=np.float64)
+        if lw.shape != (self.n,) or not np.all(np.isfinite(lw)):
+            raise DataValidationError("log_weights", f"need {self.n} finite values")
+        state = np.zeros(self.n, dtype=np.int8)  # 0 undecided, 1 in, -1 out
+        chosen_left = self.r
+        for e in range(self.n):
+            if chosen_left == 0:
+                state[e:] = -1
+                break
+            state[e] = 1
+            z_in = self._log_base_weight(lw, state)
+            state[e] = -1
+            z_out = self._log_base_weight(lw, state)
+            p_in = 0.0 if z_in == -np.inf else math.exp(z_in - np.logaddexp(z_in, z_out))
+            if rng.random() < p_in:
+                state[e] = 1
+                chosen_left -= 1
+        return state == 1
+
+    def _log_base_weight(self, lw: np.ndarray, state: np.ndarray) -> float:
+        """``log sum`` of ``exp(lw(B))`` over bases ``B`` containing the ``state == 1`` elements
+        and none of the ``state == -1`` ones (``-inf`` if there is none)."""
+        poly = self._tree_polynomial(self._laminar_tree()[0], lw, state)
+        return float(poly[self.r]) if poly.size > self.r else -np.inf
+
+    def _laminar_tree(self):
+        """Root node of the family as a tree ``(cap, direct elements, children)``; a virtual root
+        without a cap holds the elements no set contains.  Equal sets merge with the smaller cap."""
+        if not hasattr(self, "_tree"):
+            merged: dict[bytes, int] = {}
+            for A, c in zip(self.family, self.caps.tolist(), strict=True):
+                key = A.tobytes()
+                merged[key] = min(c, merged.get(key, c))
+            sets = sorted(
+                ((np.frombuffer(k, dtype=bool).copy(), c) for k, c in merged.items()), key=lambda t: t[0].sum()
+            )
+            nodes = []  # (mask, cap, children indices), smallest first so children precede parents
+            parent = [None] * len(sets)
+            for i, (A, _) in enumerate(sets):
+                for j in range(i + 1, len(sets)):
+                    if (sets[j][0] | ~A).all() and (parent[i] is None):  # A inside B_j: j is the smallest superset
+                        parent[i] = j
+            for i, (A, c) in enumerate(sets):
+                children = [k for k in range(len(sets)) if parent[k] == i]
+                covered = np.zeros(self.n, bool)
+                for k in children:
+                    covered |= sets[k][0]
+                nodes.append((c, np.flatnonzero(A & ~covered), children))
+            tops = [k for k in range(len(sets)) if parent[k] is None]
+            covered = np.zeros(self.n, bool)
+            for k in tops:
+                covered |= sets[k][0]
+            nodes.append((self.n, np.flatnonzero(~covered), tops))
+            self._tree = (len(nodes) - 1, nodes)
+        return self._tree
+
+    def _tree_polynomial(self, node: int, lw: np.ndarray, state: np.ndarray) -> np.ndarray:
+        """Log coefficients ``log sum exp(lw(S))`` over independent ``S`` inside the node's set with
+        ``|S| = t``, ``t = 0..cap``, consistent with ``state``."""
+        cap, direct, children = self._laminar_tree()[1][node]
+        poly = np.zeros(1)
+        for k in children:
+            poly = _log_poly_product(poly, self._tree_polynomial(k, lw, state))[: cap + 1]
+        for e in direct:
+            factor = {0: np.array([0.0, lw[e]]), 1: np.array([-np.inf, lw[e]]), -1: np.zeros(1)}[int(state[e])]
+            poly = _log_poly_product(poly, factor)[: cap + 1]
+        return poly
 
     def contains(self, x, base=False, tol=TOL):
         x = np.asarray(x, dtype=np.float64)
