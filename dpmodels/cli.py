@@ -145,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
     bmdp.add_argument("--time-limit", type=float, default=300.0, help="seconds per full-LP / Benders run")
     bmdp.add_argument("--rows", type=int, default=20)
     bmdp.add_argument("--cols", type=int, default=25)
+    bmdp.add_argument("--cell-km", type=float, default=1.0, help="cell spacing; 1.5 gives a 4-neighbour grid")
     bmdp.add_argument("--json", help="write the measurements to this JSON file")
     bmdp.set_defaults(run=_run_bench_mdp)
     submodular_bench.add_parser(bench_sub)
@@ -388,7 +389,9 @@ def _run_compare_mdp(args) -> int:
 def _run_bench_mdp(args) -> int:
     from dpmodels.metricdp.bench import run_bench
 
-    run_bench(args.epsilon, args.blocks, args.partitioner, args.time_limit, args.rows, args.cols, args.json)
+    run_bench(
+        args.epsilon, args.blocks, args.partitioner, args.time_limit, args.rows, args.cols, args.json, args.cell_km
+    )
     return 0
 
 

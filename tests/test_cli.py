@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
 from dpmodels.cli import main
 
@@ -162,7 +163,8 @@ def test_compare_mdp_bad_method_is_a_clear_error():
     assert proc.returncode != 0 and "unknown ['simplex']" in proc.stderr
 
 
-def test_bench_mdp_small(tmp_path):
+@pytest.mark.parametrize("cell_km", ["1", "1.5"])
+def test_bench_mdp_small(tmp_path, cell_km):
     report = tmp_path / "bench.json"
     out = run(
         "bench",
@@ -171,6 +173,8 @@ def test_bench_mdp_small(tmp_path):
         "4",
         "--cols",
         "5",
+        "--cell-km",
+        cell_km,
         "--epsilon",
         "2",
         "--blocks",
@@ -181,7 +185,7 @@ def test_bench_mdp_small(tmp_path):
         "--json",
         str(report),
     ).stdout
-    assert "Table 4" in out and "x full LP time" in out
+    assert "Table 4" in out and "x full LP time" in out and f"{float(cell_km):g} km cells" in out
     rows = json.loads(report.read_text())
     lp = [r for r in rows if r["run"] == "full LP simplex"][0]["objective"]
     for r in rows:
