@@ -181,7 +181,7 @@ def coverage_from_file(
     n = 0
     for line in _lines(path):
         members = line.split(":", 1)[1] if ":" in line else line
-        for tok in members.replace(",", " ").split():
+        for tok in dict.fromkeys(members.replace(",", " ").split()):  # a repeated user is one incidence
             rows.append(n)
             cols.append(users.setdefault(tok, len(users)))
         n += 1

@@ -75,7 +75,7 @@ def _declared_record_bound(given, sensitivity, field: str, values: np.ndarray) -
         return 1.0
     bound = _positive(sensitivity, "sensitivity")
     if values.size and values.max() > bound:
-        raise DataValidationError(field, f"a record's value {values.max()} exceeds the declared bound {bound}")
+        raise DataValidationError(field, "a record's value exceeds the declared bound (values are not quoted: private)")
     return bound
 
 
@@ -93,7 +93,8 @@ class SetFunction:
     sensitivity: float
     max_value: float
     #: Is ``max_value`` a public (data-independent) bound?  Only then may private algorithms use it.
-    public_max_value: bool = True
+    #: Off by default: each built-in class whose ``max_value`` is public by construction opts in.
+    public_max_value: bool = False
 
     def __init__(self, n: int, sensitivity: float, max_value: float):
         if int(n) < 1:
@@ -122,6 +123,16 @@ class SetFunction:
         return self(mask) - base
 
 
+def _zero_one(mat, field: str):
+    """``mat`` with explicit zeros dropped, refusing any other stored value than 1: a 0.5, a
+    negative or a NaN entry is not an incidence and is never coerced into one (review F2)."""
+    mat.sum_duplicates()
+    mat.eliminate_zeros()
+    if mat.nnz and not np.all(mat.data == 1.0):
+        raise DataValidationError(field, "every stored entry must be 0 or 1 (an incidence matrix)")
+    return mat
+
+
 def _row_entries(csr, rows: np.ndarray) -> np.ndarray:
     """Column indices of the given rows of a CSR matrix, concatenated (vectorised gather)."""
     starts, ends = csr.indptr[rows], csr.indptr[rows + 1]
@@ -143,9 +154,7 @@ class WeightedCoverage(SetFunction):
     """
 
     def __init__(self, incidence, weights=None, sensitivity: float | None = None):
-        inc = sp.csc_matrix(incidence, dtype=np.float64)
-        inc.data[:] = 1.0
-        inc.eliminate_zeros()
+        inc = _zero_one(sp.csc_matrix(incidence, dtype=np.float64), "incidence")
         n, m = inc.shape
         w = np.ones(m) if weights is None else np.asarray(weights, dtype=np.float64)
         if w.shape != (m,):
@@ -158,6 +167,7 @@ class WeightedCoverage(SetFunction):
         delta = _declared_record_bound(weights, sensitivity, "weights", w)
         # public M_F: unit weights sum to |V|; declared weights are each at most Delta
         super().__init__(n, delta, float(m) if weights is None else delta * m)
+        self.public_max_value = True
 
     @property
     def n_users(self) -> int:
@@ -197,6 +207,7 @@ class FacilityLocation(SetFunction):
         self.benefit_bound = bound
         self.by_element = c.tocsr()
         super().__init__(c.shape[0], bound, bound * c.shape[1])
+        self.public_max_value = True
 
     @property
     def n_customers(self) -> int:
@@ -219,27 +230,40 @@ class DecomposableSum(SetFunction):
 
     ``record_bound`` is a *declared*, data-independent bound ``B`` with every record ``F_i`` mapping
     into ``[0, B]`` (the paper's ``B = 1``); replace-one sensitivity is ``B / n`` (average) or ``B``
-    (sum), with the public record count ``n``.  A record with ``F_i(E) > B`` is refused (monotone
-    records peak at ``E``).
+    (sum), with the public record count ``n``.
+
+    Every record is certified at construction (review F1), since ``Delta = B/n`` is only valid if
+    each ``F_i`` really maps into ``[0, B]`` on *every* set: built-in :class:`WeightedCoverage` and
+    :class:`FacilityLocation` records are monotone and non-negative by construction, so
+    ``F_i(E) <= B`` suffices; any other record (e.g. a :class:`CallableFunction`, even one built
+    with ``check=False``) is checked exhaustively over all ``2^n`` subsets (``n <= 10``) to be
+    finite, in ``[0, B]`` and monotone, and is refused for larger ``n`` unless the caller passes
+    ``trust_records=True``, which makes the ``[0, B]`` range of those records *the user's
+    responsibility* (a record outside it voids the privacy guarantee).
     """
 
-    def __init__(self, functions: Sequence[SetFunction], record_bound: float, average: bool = True):
+    def __init__(
+        self,
+        functions: Sequence[SetFunction],
+        record_bound: float,
+        average: bool = True,
+        trust_records: bool = False,
+    ):
         if not functions:
             raise DataValidationError("functions", "need at least one record function")
         n = functions[0].n
         if any(f.n != n for f in functions):
             raise DataValidationError("functions", "all record functions must share one ground set")
         bound = _positive(record_bound, "record_bound")
-        full = np.ones(n, dtype=bool)
         for i, f in enumerate(functions):
-            top = float(f._value(full))
-            if not math.isfinite(top) or top > bound:
-                raise DataValidationError("functions", f"record {i} reaches F_i(E) = {top} > record_bound {bound}")
+            _certify_record(f, bound, f"functions[{i}]", trust_records)
         self.functions = list(functions)
         self.average = bool(average)
+        self.trust_records = bool(trust_records)
         self.record_bound = bound
         scale = 1.0 / len(functions) if average else 1.0
         super().__init__(n, bound * scale, bound * len(functions) * scale)
+        self.public_max_value = True  # B * (number of records) * scale: declared and public
 
     def _value(self, mask):
         total = sum(f._value(mask) for f in self.functions)
@@ -248,7 +272,35 @@ class DecomposableSum(SetFunction):
     def replace(self, i: int, function: SetFunction) -> DecomposableSum:
         funcs = list(self.functions)
         funcs[i] = function
-        return DecomposableSum(funcs, self.record_bound, self.average)
+        return DecomposableSum(funcs, self.record_bound, self.average, self.trust_records)
+
+
+def _certify_record(f: SetFunction, bound: float, field: str, trusted: bool) -> None:
+    """Refuse a record ``f`` that is not certified to map into ``[0, bound]`` monotonically
+    (review F1).  Messages never quote the record's values: they are private."""
+    if isinstance(f, (WeightedCoverage, FacilityLocation)):  # monotone, >= 0 by construction
+        top = float(f._value(np.ones(f.n, dtype=bool)))
+        if not math.isfinite(top) or top > bound:
+            raise DataValidationError(field, "the record exceeds record_bound on the full ground set")
+        return
+    if trusted:
+        return
+    if f.n > EXHAUSTIVE_CHECK_MAX:
+        raise DataValidationError(
+            field,
+            f"a record that is not a built-in coverage/facility function can only be certified to map into "
+            f"[0, record_bound] for n <= {EXHAUSTIVE_CHECK_MAX}; pass trust_records=True to take that on yourself",
+        )
+    values = {}
+    for bits in itertools.product([False, True], repeat=f.n):
+        v = float(f._value(np.array(bits, dtype=bool)))
+        if not math.isfinite(v) or v < 0 or v > bound:
+            raise DataValidationError(field, "the record must be finite and in [0, record_bound] on every set")
+        values[bits] = v
+    for bits, v in values.items():
+        for e in range(f.n):
+            if not bits[e] and values[bits[:e] + (True,) + bits[e + 1 :]] < v - 1e-12:
+                raise DataValidationError(field, "the record must be monotone (F_i(S + e) >= F_i(S))")
 
 
 @dataclass(frozen=True)
@@ -265,6 +317,8 @@ class CallableFunction(SetFunction):
 
     The declaration is checked at construction (exhaustively for ``n <= 10``, else on
     ``probes`` random chains drawn from a fixed seed); a violation is a ``DataValidationError``.
+    A declared ``max_value`` is a public bound ``M_F`` (``F(E)`` above it is refused); without
+    one, ``max_value = F(E)`` is read off the data and is *not* public.
     """
 
     def __init__(
@@ -280,17 +334,21 @@ class CallableFunction(SetFunction):
         super().__init__(n, sensitivity, math.inf if max_value is None else max_value)
         empty = float(fn(frozenset()))
         if not math.isfinite(empty) or abs(empty) > 1e-12:
-            raise DataValidationError("fn", f"F(empty set) must be 0 (spec A15), got {empty}")
+            raise DataValidationError("fn", "F(empty set) must be 0 (spec A15)")
         if check:
             found = submodularity_violations(self, probes=probes, limit=1)
             if found:
                 v = found[0]
-                raise DataValidationError("fn", f"declared monotone submodular but is not {v.kind}: {v.detail}")
+                raise DataValidationError("fn", f"declared monotone submodular but is not {v.kind}")
+        self.calls = 0
+        top = self(np.ones(self.n, dtype=bool))  # F(E): the maximum of a monotone F
         self.calls = 0
         if max_value is None:
-            self.max_value = self(np.ones(self.n, dtype=bool))  # F(E), read off the data: not public
-            self.public_max_value = False
-            self.calls = 0
+            self.max_value = top  # read off the data: not public (public_max_value stays False)
+        elif top > self.max_value:
+            raise DataValidationError("max_value", "F(E) exceeds the declared bound max_value")
+        else:
+            self.public_max_value = True  # a declared bound, verified at F(E): public
 
     def _value(self, mask):
         return float(self.fn(frozenset(np.flatnonzero(mask).tolist())))
@@ -335,8 +393,9 @@ def _probe_triples(n: int, probes: int):
     rng = np.random.default_rng(12345)  # data-independent probe set
     for _ in range(probes):
         perm = rng.permutation(n)
-        size = int(rng.integers(0, n - 1))
-        yield set(perm[:size].tolist()), int(perm[size]), int(perm[size + 1])
+        size = int(rng.integers(0, n))  # every size 0..n-1, so F(E - a) <= F(E) is probed too
+        b = int(perm[size + 1]) if size + 1 < n else None
+        yield set(perm[:size].tolist()), int(perm[size]), b
 
 
 def check_sensitivity(F: SetFunction, F_prime: SetFunction, sets: Iterable | None = None) -> float:
@@ -359,6 +418,9 @@ def check_sensitivity(F: SetFunction, F_prime: SetFunction, sets: Iterable | Non
 
 class KSubmodularFunction:
     """Monotone k-submodular ``F : {0..k}^E -> R_+`` with ``F(0) = 0`` and declared sensitivity."""
+
+    #: Is ``max_value`` a public (data-independent) bound?  Off unless a class opts in.
+    public_max_value: bool = False
 
     def __init__(self, n: int, k: int, sensitivity: float, max_value: float):
         if int(n) < 1 or int(k) < 1:
@@ -386,7 +448,7 @@ class KCoverage(KSubmodularFunction):
     """``F(s) = w(union_{e in supp s} N_{s(e)}(e))``; ``incidence[i]`` is the |E| x |V| matrix of ``N_{i+1}``."""
 
     def __init__(self, incidence: Sequence, weights=None, sensitivity: float | None = None):
-        mats = [sp.csr_matrix(m, dtype=np.float64) for m in incidence]
+        mats = [_zero_one(sp.csr_matrix(m, dtype=np.float64), f"incidence[{i}]") for i, m in enumerate(incidence)]
         if not mats:
             raise DataValidationError("incidence", "need one incidence matrix per colour")
         shape = mats[0].shape
@@ -400,9 +462,11 @@ class KCoverage(KSubmodularFunction):
         stacked = sp.vstack(mats).tocsr()
         order = np.arange(n * len(mats)).reshape(len(mats), n).T.ravel()
         self.rows = stacked[order]
-        self.rows.data[:] = 1.0
         self.weights = w
-        super().__init__(n, len(mats), _declared_record_bound(weights, sensitivity, "weights", w), float(w.sum()))
+        delta = _declared_record_bound(weights, sensitivity, "weights", w)
+        # M_F = Delta |V| (declared bound times the public user count), not the data's w(V) (review2 F6)
+        super().__init__(n, len(mats), delta, delta * m)
+        self.public_max_value = True
 
     def _value(self, s):
         supp = np.flatnonzero(s)
@@ -427,9 +491,13 @@ class SeparableSum(KSubmodularFunction):
             raise DataValidationError("parts", "all colours need one ground set")
         self.parts = list(parts)
         default = sum(g.sensitivity for g in parts)
+        if sensitivity is not None and _positive(sensitivity, "sensitivity") < max(g.sensitivity for g in parts):
+            # one record may change a single colour's term by its part's Delta: never declare less (F4)
+            raise PrivacyParameterError("sensitivity", "must be at least the largest part sensitivity")
         super().__init__(
             n, len(parts), default if sensitivity is None else sensitivity, sum(g.max_value for g in parts)
         )
+        self.public_max_value = all(g.public_max_value for g in parts)
 
     def _value(self, s):
         return sum(g._value(s == i + 1) for i, g in enumerate(self.parts))

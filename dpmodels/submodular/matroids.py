@@ -120,9 +120,11 @@ class Matroid:
         """A base ``B`` with probability proportional to ``exp(sum_{e in B} log_weights[e])``.
 
         Generic version: enumerate the bases (small |E|); subclasses have polynomial samplers.
+        In floating point a base whose probability is below about ``2^-53`` can get probability 0
+        (a delta-level caveat, as for the Gumbel-max exponential mechanism).
         """
         bases = self.bases()
-        lw = np.asarray(log_weights, dtype=np.float64)
+        lw = _check_log_weights(log_weights, self.n)
         scores = np.array([lw[b].sum() for b in bases])
         p = np.exp(scores - logsumexp(scores))
         return bases[int(rng.choice(len(bases), p=p))].copy()
@@ -178,9 +180,19 @@ def esp_sample(log_weights: np.ndarray, size: int, rng) -> np.ndarray:
 
     Elementary symmetric polynomials in log space: ``Z(j, s) = Z(j+1, s) + l_j Z(j+1, s-1)``,
     then item ``j`` is taken with probability ``l_j Z(j+1, s-1) / Z(j, s)``.
+
+    Non-finite log-weights and ``size`` outside ``0..m`` are refused (review F3: an overflowed
+    weight would otherwise give NaN probabilities and a silently wrong draw).  Floating point: an
+    outcome whose probability is below about ``2^-53`` relative to the total can get probability 0,
+    a delta-level caveat shared with the Gumbel-max exponential mechanism (review F7).
     """
     lw = np.asarray(log_weights, dtype=np.float64)
+    if lw.ndim != 1 or not np.all(np.isfinite(lw)):
+        raise DataValidationError("log_weights", "must be a vector of finite values")
     m = lw.size
+    if not 0 <= int(size) <= m:
+        raise DataValidationError("size", f"must be in 0..{m} (the number of items)")
+    size = int(size)
     logz = np.full((m + 1, size + 1), -np.inf)
     logz[m, 0] = 0.0
     for j in range(m - 1, -1, -1):
@@ -196,6 +208,14 @@ def esp_sample(log_weights: np.ndarray, size: int, rng) -> np.ndarray:
             chosen[j] = True
             s -= 1
     return chosen
+
+
+def _check_log_weights(log_weights, n: int) -> np.ndarray:
+    """One finite log-weight per element (a wrong shape would silently sample a wrong base)."""
+    lw = np.asarray(log_weights, dtype=np.float64)
+    if lw.shape != (n,) or not np.all(np.isfinite(lw)):
+        raise DataValidationError("log_weights", f"need {n} finite log-weights, got shape {lw.shape}")
+    return lw
 
 
 class UniformMatroid(Matroid):
@@ -222,7 +242,7 @@ class UniformMatroid(Matroid):
         return as_mask(order, self.n)
 
     def sample_base(self, log_weights, rng):
-        return esp_sample(log_weights, self._r, rng)
+        return esp_sample(_check_log_weights(log_weights, self.n), self._r, rng)
 
     def contains(self, x, base=False, tol=TOL):
         x = np.asarray(x, dtype=np.float64)
@@ -269,7 +289,7 @@ class PartitionMatroid(Matroid):
         return int(np.minimum(counts, self.caps).sum())
 
     def sample_base(self, log_weights, rng):
-        lw = np.asarray(log_weights, dtype=np.float64)
+        lw = _check_log_weights(log_weights, self.n)
         out = np.zeros(self.n, bool)
         for j, members in enumerate(self.blocks):
             size = int(min(self.caps[j], members.size))
@@ -336,6 +356,8 @@ class LaminarMatroid(Matroid):
         the decisions so far: a product over the laminar tree of generating polynomials in the
         set size, truncated at each set's capacity, kept in log space (no overflow at any weight
         range).  The same computation runs whatever the weights, so the path is data independent.
+        Floating point: a base whose probability is below about ``2^-53`` can get probability 0
+        (a delta-level caveat, as for the Gumbel-max exponential mechanism).
         """
         lw = np.asarray(log_weights, dtype=np.float64)
         if lw.shape != (self.n,) or not np.all(np.isfinite(lw)):
@@ -476,7 +498,9 @@ class GraphicMatroid(Matroid):
         ``R_eff`` comes from subtraction-free star-mesh (Kron) elimination in log space
         (:meth:`_log_effective_conductance`), which keeps full relative accuracy for *any* range of
         weights.  So one code path serves every dataset: there is no range-dependent fallback or
-        refusal, whose choice would itself depend on the private scores (review F2)."""
+        refusal, whose choice would itself depend on the private scores (review F2).  Floating
+        point: a forest whose probability is below about ``2^-53`` can get probability 0 (a
+        delta-level caveat, as for the Gumbel-max exponential mechanism)."""
         lw = np.asarray(log_weights, dtype=np.float64)
         if lw.shape != (self.n,) or not np.all(np.isfinite(lw)):
             raise DataValidationError("log_weights", f"need {self.n} finite log-weights")

@@ -83,7 +83,10 @@ def em_probabilities(scores, inv_temp: float) -> np.ndarray:
 
 
 def em_choice(scores, inv_temp: float, rng) -> tuple[int, np.ndarray]:
-    """Sample by the Gumbel-max trick ``argmax_j (inv_temp q_j + G_j)``; returns (index, probabilities)."""
+    """Sample by the Gumbel-max trick ``argmax_j (inv_temp q_j + G_j)``; returns (index, probabilities).
+
+    Floating point: a candidate whose probability is below about ``2^-53`` relative to the
+    leader can never win (probability 0), a delta-level caveat shared by the base samplers."""
     q, inv_temp = _check_em_inputs(scores, inv_temp)
     probs = em_probabilities(q, inv_temp)
     if math.isinf(inv_temp):
@@ -151,13 +154,41 @@ class PrivateCGResult:
     info: dict = field(default_factory=dict)
 
 
-def _check_run(F: SetFunction, M: Matroid, epsilon, T):
+def _check_run(F: SetFunction, M: Matroid, epsilon, T, value_bound: float | None = None):
     check_pair(F, M)
     eps = check_epsilon(epsilon)
     T = M.r if T is None else int(T)
     if T < 1:
         raise DataValidationError("T", f"the number of steps must be >= 1, got {T}")
+    _check_finite_scale(F, M, eps, value_bound)
     return eps, T
+
+
+def _check_finite_scale(F, M: Matroid, eps: float, value_bound: float | None = None) -> None:
+    """Refuse up front a finite ``eps`` at which ``eps' = eps/(2 Delta)`` times the largest possible
+    score overflows (review F3): the samplers would then raise, or return a wrong element, on some
+    datasets and not on their neighbours.  Only public quantities decide: ``eps``, ``Delta``, the
+    rank ``r``, ``|E|`` and the public bound ``M_F`` (``value_bound``, else ``F.max_value`` when
+    the class declares it public).  Every score (a marginal gain, a gradient entry, or
+    ``<y, grad f>`` with ``y`` in ``P(M)``) is at most ``r M_F``; the extra ``|E|`` factor leaves
+    headroom for the samplers' log-space sums.  A private run without a public bound is refused:
+    whether its scores overflow would depend on the data."""
+    beta = _inv_temp(eps, F.sensitivity)
+    if math.isinf(beta) or beta == 0.0:
+        return
+    bound = value_bound if value_bound is not None else (F.max_value if F.public_max_value else None)
+    if bound is None or not math.isfinite(bound):
+        raise PrivacyParameterError(
+            "max_value",
+            "a private run needs a public bound on F (declare max_value, or pass value_bound): without it, "
+            "whether the mechanism's scores overflow would depend on the data",
+        )
+    if not math.isfinite(beta * float(bound) * max(M.r, 1) * M.n):
+        raise PrivacyParameterError(
+            "epsilon",
+            "eps/(2 Delta) times the public score bound r M_F |E| overflows a float; "
+            "use a smaller epsilon, or epsilon=inf for the (non-private) argmax",
+        )
 
 
 def private_continuous_greedy(
@@ -340,11 +371,12 @@ def improved_private_continuous_greedy(
     (default: ``F.max_value`` when the function class declares it public; a callable whose
     ``max_value`` was read off the data needs ``value_bound`` or ``sample_size``).  The released
     ``info`` holds only public quantities (``N``, ``K_L``, ``width``, ``value_bound``)."""
-    eps, T = _check_run(F, M, epsilon, T)
+    eps, T = _check_run(F, M, epsilon, T, value_bound)
     if not 0 < eps < math.inf:
         raise PrivacyParameterError("epsilon", f"Algorithm 2 needs a finite positive epsilon, got {epsilon!r}")
     width = _alg2_width(eps, F.sensitivity, mu, mu_mode)
     bound, N, K_L = _alg2_size(F, M, width, sample_size, value_bound)
+    _check_finite_scale(F, M, eps, bound)
     acc = accountant if accountant is not None else PrivacyAccountant(private=True)
     rngs = _streams(seed, ALG2_STREAMS)
     grad = gradient_oracle(F, gradient_mode, samples, rngs["gradient"])
@@ -418,6 +450,7 @@ def mitrovic_private_greedy(
     """Mitrovic et al.: ``r`` EM steps over the feasible ``e`` with score ``F(S + e) - F(S)``; ``eps`` per step."""
     check_pair(F, M)
     eps = check_epsilon(epsilon)
+    _check_finite_scale(F, M, eps)
     acc = accountant if accountant is not None else PrivacyAccountant(private=True)
     rng = _streams(seed, ["em"])["em"]
     beta = _inv_temp(eps, F.sensitivity)
@@ -462,6 +495,7 @@ def private_k_greedy(
     """Algorithm 3: ``r`` EM steps over ``Lambda(x) x [k]``; ``eps`` per step (cancellation), ``eps r`` total."""
     check_pair(F, M)
     eps = check_epsilon(epsilon)
+    _check_finite_scale(F, M, eps)
     acc = accountant if accountant is not None else PrivacyAccountant(private=True)
     rng = _streams(seed, ["em"])["em"]
     beta = _inv_temp(eps, F.sensitivity)
@@ -502,6 +536,7 @@ def private_k_greedy_sampled(
     eps = check_epsilon(epsilon)
     if not 0 < gamma < 1:
         raise DataValidationError("gamma", f"the failure probability must be in (0, 1), got {gamma}")
+    _check_finite_scale(F, M, eps)
     acc = accountant if accountant is not None else PrivacyAccountant(private=True)
     rngs = _streams(seed, ALG4_STREAMS)
     beta = _inv_temp(eps, F.sensitivity)
@@ -569,6 +604,7 @@ def alg2_distribution(
     eps = check_epsilon(epsilon)
     if not 0 < eps < math.inf:
         raise PrivacyParameterError("epsilon", f"Algorithm 2 needs a finite positive epsilon, got {epsilon!r}")
+    _check_finite_scale(F, M, eps)
     w = eps if width is None else float(width)
     T = len(subsamples)
     beta = _inv_temp(eps, F.sensitivity)
@@ -593,6 +629,7 @@ def alg2_distribution(
 def alg3_distribution(F: KSubmodularFunction, M: Matroid, epsilon) -> dict[tuple, float]:
     """The exact distribution of the output ``x`` of Alg. 3 (tiny instances)."""
     check_pair(F, M)
+    _check_finite_scale(F, M, check_epsilon(epsilon))
     beta = _inv_temp(check_epsilon(epsilon), F.sensitivity)
     out: dict[tuple, float] = {}
 

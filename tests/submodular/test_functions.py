@@ -236,8 +236,8 @@ def test_bad_function_inputs_fail_early():
 def test_sparse_coverage_gradient_at_scale_is_linear_memory():
     rng = np.random.default_rng(0)
     n, users = 100_000, 50_000
-    rows = rng.integers(n, size=3 * users)
-    inc = sp.csc_matrix((np.ones(rows.size), (rows, np.repeat(np.arange(users), 3))), shape=(n, users))
+    pairs = np.unique(np.column_stack([rng.integers(n, size=3 * users), np.repeat(np.arange(users), 3)]), axis=0)
+    inc = sp.csc_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, users))  # 0/1, no duplicates
     F = WeightedCoverage(inc)
     g = gradient(F, np.full(n, 0.1))
     assert g.shape == (n,) and np.all(g >= 0)
