@@ -66,10 +66,10 @@ def _entry(name: str) -> _Entry:
 
 
 def load(name: str, **options):
-    """A named built-in instance (generators are called with their defaults and seed 0)."""
+    """A named built-in instance, or a generator's draw (``seed`` 0 unless given; options checked)."""
     entry = _entry(name)
     if entry.kind == "generator":
-        return entry.factory(seed=options.pop("seed", 0), **options)
+        return generate(name, seed=options.pop("seed", 0), **options)
     return entry.factory(**options)
 
 

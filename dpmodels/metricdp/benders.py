@@ -69,10 +69,11 @@ class Subproblem:
         y = ybar_cols
         return np.concatenate([np.zeros(self.n_alpha), -self.beta_coef * y, y, np.ones(len(self.internal))])
 
-    def repaired(self, multipliers: np.ndarray, cost: np.ndarray | None) -> np.ndarray:
-        """Multipliers made exactly dual feasible: inequality parts clipped at 0, then each
-        internal record's row-sum multiplier set to the largest value ``A'pi <= cost`` allows
-        (``cost = None``: a Farkas ray, ``A'pi <= 0``).
+    def cut(self, multipliers: np.ndarray, cost: np.ndarray | None) -> tuple[float, np.ndarray]:
+        """``phi(z) = sum mu + sum (gamma - coef beta) z``: constant and per-link coefficients, from
+        solver multipliers made exactly dual feasible first (``cost``: the LP's costs for an
+        optimality cut, ``None`` for a Farkas ray, ``A'pi <= 0``): inequality parts clipped at 0,
+        each internal record's row-sum multiplier the largest value ``A'pi <= cost`` allows.
 
         Why: HiGHS meets ``A'pi <= c`` only to its tolerance in *scaled* space; with
         ``e^(eps d)`` ~ 3e6 coefficients (eps = 10/km, 1.5 km cells) its rays gave cuts violated
@@ -86,14 +87,8 @@ class Subproblem:
         if cost is not None:
             room = room + cost
         mu = room.reshape(len(self.internal), self.K).min(axis=1)
-        return np.concatenate([p, mu])
-
-    def cut(self, multipliers: np.ndarray) -> tuple[float, np.ndarray]:
-        """``phi(z) = sum mu + sum (gamma - coef beta) z``: constant and per-link coefficients."""
-        a0 = self.n_alpha
-        beta = multipliers[a0 : a0 + self.n_link]
-        gamma = multipliers[a0 + self.n_link : a0 + 2 * self.n_link]
-        mu = multipliers[a0 + 2 * self.n_link :]
+        beta = p[self.n_alpha : self.n_alpha + self.n_link]
+        gamma = p[self.n_alpha + self.n_link : self.n_alpha + 2 * self.n_link]
         return float(mu.sum()), gamma - self.beta_coef * beta
 
 
@@ -176,7 +171,7 @@ def solve_block(sub: Subproblem, ybar: np.ndarray, cut_tol: float = 1e-7) -> Blo
     rhs = sub.rhs(ybar[sub.beta_pos])
     res = _primal(sub, rhs)
     if res.objective is not None:
-        const, coeff = sub.cut(sub.repaired(res.row_dual, sub.cost))
+        const, coeff = sub.cut(res.row_dual, sub.cost)
         return BlockOutcome(sub.block, True, res.objective, const, coeff, res.x, time.perf_counter() - tick)
     violation, const, coeff, slack = _ray(sub, rhs, cut_tol)
     if violation > cut_tol:
@@ -191,7 +186,7 @@ def solve_block(sub: Subproblem, ybar: np.ndarray, cut_tol: float = 1e-7) -> Blo
         widen *= 10
     if res.objective is None:
         raise RuntimeError(f"subproblem {sub.block}: infeasible by {violation:.2e} yet the relaxed LP is {res.status}")
-    const, coeff = sub.cut(sub.repaired(res.row_dual, sub.cost))
+    const, coeff = sub.cut(res.row_dual, sub.cost)
     return BlockOutcome(sub.block, True, res.objective, const, coeff, res.x, time.perf_counter() - tick, violation)
 
 
@@ -266,7 +261,7 @@ def _ray_lp(sub: Subproblem, rhs: np.ndarray):
     res = _timed(sub, sub._ray)
     if res.objective is None:
         return None
-    const, coeff = sub.cut(sub.repaired(res.x, None))
+    const, coeff = sub.cut(res.x, None)
     return const + coeff @ rhs[sub.n_alpha + sub.n_link : sub.n_alpha + 2 * sub.n_link], (const, coeff)
 
 
@@ -290,7 +285,7 @@ def _elastic(sub: Subproblem, rhs: np.ndarray):
     n_x = sub.a.shape[1]
     slack = res.x[n_x : n_x + sub.n_rows].copy()
     slack[sub.n_rows - n_mu :] -= res.x[n_x + sub.n_rows :]
-    return res.objective, sub.cut(sub.repaired(res.row_dual, None)), slack
+    return res.objective, sub.cut(res.row_dual, None), slack
 
 
 # ---------------------------------------------------------------------- master

@@ -208,14 +208,7 @@ def run_cli(args) -> int:
     import instances
     from dpmodels.cli import _parse_settings
 
-    settings = _parse_settings(args.set)
-    seed = settings.pop("seed", 0)
-    entry = instances.available().get(args.instance, "")
-    inst = (
-        instances.generate(args.instance, seed=seed, **settings)
-        if "[generator]" in entry
-        else instances.load(args.instance, **settings)
-    )
+    inst = instances.load(args.instance, **_parse_settings(args.set))
     if not isinstance(inst, SubmodularInstance | KSubmodularInstance):
         from dpmodels.core.errors import DataValidationError
 

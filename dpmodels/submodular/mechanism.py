@@ -444,16 +444,21 @@ def _uniform_cover_sample(M: Matroid, pts, N: int, rng) -> np.ndarray:
 # ----------------------------------------------------------------------------- greedy-type mechanisms
 
 
-def mitrovic_private_greedy(
-    F: SetFunction, M: Matroid, epsilon, seed=None, accountant: PrivacyAccountant | None = None
-) -> GreedyResult:
-    """Mitrovic et al.: ``r`` EM steps over the feasible ``e`` with score ``F(S + e) - F(S)``; ``eps`` per step."""
+def _greedy_mechanism_setup(F, M: Matroid, epsilon, accountant):
+    """Checks and state every greedy-type private mechanism starts from: ``(eps, accountant, beta)``."""
     check_pair(F, M)
     eps = check_epsilon(epsilon)
     _check_finite_scale(F, M, eps)
     acc = accountant if accountant is not None else PrivacyAccountant(private=True)
+    return eps, acc, _inv_temp(eps, F.sensitivity)
+
+
+def mitrovic_private_greedy(
+    F: SetFunction, M: Matroid, epsilon, seed=None, accountant: PrivacyAccountant | None = None
+) -> GreedyResult:
+    """Mitrovic et al.: ``r`` EM steps over the feasible ``e`` with score ``F(S + e) - F(S)``; ``eps`` per step."""
+    eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant)
     rng = _streams(seed, ["em"])["em"]
-    beta = _inv_temp(eps, F.sensitivity)
     start = F.calls
     S = np.zeros(F.n, bool)
     order = []
@@ -493,12 +498,8 @@ def private_k_greedy(
     F: KSubmodularFunction, M: Matroid, epsilon, seed=None, accountant: PrivacyAccountant | None = None
 ) -> GreedyResult:
     """Algorithm 3: ``r`` EM steps over ``Lambda(x) x [k]``; ``eps`` per step (cancellation), ``eps r`` total."""
-    check_pair(F, M)
-    eps = check_epsilon(epsilon)
-    _check_finite_scale(F, M, eps)
-    acc = accountant if accountant is not None else PrivacyAccountant(private=True)
+    eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant)
     rng = _streams(seed, ["em"])["em"]
-    beta = _inv_temp(eps, F.sensitivity)
     start = F.calls
     s = np.zeros(F.n, dtype=np.int64)
     order = []
@@ -532,14 +533,10 @@ def private_k_greedy_sampled(
 ) -> GreedyResult:
     """Algorithm 4: like Alg. 3 but over ``R cap Lambda`` for a uniform ``R`` of size ``s_t`` drawn from
     a data-independent stream; an empty intersection redraws ``R`` (counted in ``info``)."""
-    check_pair(F, M)
-    eps = check_epsilon(epsilon)
     if not 0 < gamma < 1:
         raise DataValidationError("gamma", f"the failure probability must be in (0, 1), got {gamma}")
-    _check_finite_scale(F, M, eps)
-    acc = accountant if accountant is not None else PrivacyAccountant(private=True)
+    eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant)
     rngs = _streams(seed, ALG4_STREAMS)
-    beta = _inv_temp(eps, F.sensitivity)
     start = F.calls
     s = np.zeros(F.n, dtype=np.int64)
     order, redraws, sizes = [], 0, []
@@ -628,9 +625,7 @@ def alg2_distribution(
 
 def alg3_distribution(F: KSubmodularFunction, M: Matroid, epsilon) -> dict[tuple, float]:
     """The exact distribution of the output ``x`` of Alg. 3 (tiny instances)."""
-    check_pair(F, M)
-    _check_finite_scale(F, M, check_epsilon(epsilon))
-    beta = _inv_temp(check_epsilon(epsilon), F.sensitivity)
+    _, _, beta = _greedy_mechanism_setup(F, M, epsilon, None)
     out: dict[tuple, float] = {}
 
     def walk(s, t, p):

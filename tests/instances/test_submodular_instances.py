@@ -105,3 +105,12 @@ def test_matroid_must_match_the_ground_set():
     trap = instances.load("submodular/trap")
     with pytest.raises(DataValidationError, match="matroid"):
         SubmodularInstance(trap.function, UniformMatroid(5, 2))
+
+
+def test_load_of_a_generator_checks_its_options_like_generate():
+    import instances
+    from dpmodels.core.errors import DataValidationError
+
+    assert instances.load("submodular/coverage", seed=3, n=8).function.n == 8
+    with pytest.raises(DataValidationError, match="no options \\['bogus'\\]"):
+        instances.load("submodular/coverage", bogus=1)
