@@ -26,6 +26,7 @@ from dpmodels.core.executors import map_tasks, resolve_executor
 
 from .data import MDPInstance, Partition
 from .lp import INF, Highs, mdp_rows, unit_rows
+from .mechanism import exponential_mechanism
 
 __all__ = ["Subproblem", "BendersResult", "benders", "master_init_cuts"]
 
@@ -584,8 +585,6 @@ def _initial_core(instance: MDPInstance, y_order: np.ndarray, stabilize: float) 
     or None (plain Kelley until a feasible separation point is found) without output distances."""
     if stabilize >= 1.0 or instance.d_ro is None:
         return None
-    from dpmodels.metricdp.mechanism import exponential_mechanism
-
     return exponential_mechanism(instance)[y_order].ravel()
 
 

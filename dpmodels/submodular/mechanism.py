@@ -369,14 +369,13 @@ def improved_private_continuous_greedy(
 
     ``N`` is ``sample_size`` or else :func:`alg2_sample_size` from the public bound ``value_bound``
     (default: ``F.max_value`` when the function class declares it public; a callable whose
-    ``max_value`` was read off the data needs ``value_bound`` or ``sample_size``).  The released
+    ``max_value`` was read off the data needs ``value_bound``, which every private run requires).  The released
     ``info`` holds only public quantities (``N``, ``K_L``, ``width``, ``value_bound``)."""
     eps, T = _check_run(F, M, epsilon, T, value_bound)
     if not 0 < eps < math.inf:
         raise PrivacyParameterError("epsilon", f"Algorithm 2 needs a finite positive epsilon, got {epsilon!r}")
     width = _alg2_width(eps, F.sensitivity, mu, mu_mode)
     bound, N, K_L = _alg2_size(F, M, width, sample_size, value_bound)
-    _check_finite_scale(F, M, eps, bound)
     acc = accountant if accountant is not None else PrivacyAccountant(private=True)
     rngs = _streams(seed, ALG2_STREAMS)
     grad = gradient_oracle(F, gradient_mode, samples, rngs["gradient"])
@@ -401,15 +400,10 @@ def improved_private_continuous_greedy(
 
 
 def _alg2_size(F: SetFunction, M: Matroid, width: float, sample_size, value_bound):
-    """``(value_bound, N, K_L)`` from public inputs only (review F3)."""
-    if value_bound is None and F.public_max_value:
+    """``(value_bound, N, K_L)`` from public inputs only (review F3); called after :func:`_check_run`,
+    which refuses a function without a public bound."""
+    if value_bound is None:  # _check_run has refused a run without a public bound
         value_bound = F.max_value
-    if value_bound is None:
-        if sample_size is None:
-            raise PrivacyParameterError(
-                "value_bound", "F.max_value is data-derived: declare a public bound M_F (value_bound) or sample_size"
-            )
-        return None, int(sample_size), None
     bound = float(value_bound)
     if not 0 < bound < math.inf:
         raise PrivacyParameterError("value_bound", f"must be a finite positive bound M_F, got {value_bound!r}")
