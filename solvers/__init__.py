@@ -25,6 +25,7 @@ def _register_all() -> None:
     from .facility_mechanism import FacilityMechanismSolver
     from .facility_tree_dp import FacilityTreeDPSolver
     from .mdp_benders import MDPBendersSolver
+    from .mdp_ipm import MDPIPMSolver
     from .pgsr_chain import PGSRChainSolver
     from .pgsr_cumulative import CumulativeDPSolver, IsotonicPAVASolver
     from .pgsr_dp import PGSRDPSolver
@@ -46,6 +47,7 @@ def _register_all() -> None:
     register("facility_tree_dp", FacilityTreeDPSolver, "UFL on an HST (leaf sites) by the exact tree DP (dpmodels)")
     register("facility_mechanism", FacilityMechanismSolver, "eps-DP facility location, Algorithm 2 (dpmodels)")
     register("mdp_benders", MDPBendersSolver, "metric-DP perturbation LP by Benders decomposition (dpmodels)")
+    register("mdp_ipm", MDPIPMSolver, "metric-DP perturbation LP by a block-angular interior point (dpmodels)")
     register("submodular_matroid_greedy", MatroidGreedySolver, "matroid LP by the greedy algorithm (dpmodels)")
     register("submodular_cg", ContinuousGreedySolver, "multilinear relaxation by continuous greedy (dpmodels)")
     register("submodular_private_cg", PrivateContinuousGreedySolver, "private continuous greedy, Alg. 1/2 (dpmodels)")

@@ -1,0 +1,149 @@
+"""The structured interior-point method against HiGHS on the same LP, and its certificates."""
+
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyomo.contrib.solver.common.factory import SolverFactory
+
+from dpmodels.core.errors import DataValidationError, ModelStructureError
+from dpmodels.metricdp.data import MDPInstance, euclidean_distances
+from dpmodels.metricdp.ipm import dual_bound, essential_pairs, repair, structured_ipm
+from dpmodels.metricdp.lp import full_lp
+from dpmodels.metricdp.mechanism import max_mdp_violation, row_sum_error
+from dpmodels.metricdp.models import build_full_lp, perturbation_matrix
+
+
+def random_instance(seed, n, k, eps, eta, grid=False):
+    rng = np.random.default_rng(seed)
+    if grid:
+        side = int(np.ceil(np.sqrt(n)))
+        pts = np.array([(r, c) for r in range(side) for c in range(side)], float)[:n]
+    else:
+        pts = rng.uniform(0, 4, size=(n, 2))
+    outs = rng.uniform(0, 4, size=(k, 2))
+    d = euclidean_distances(pts)
+    cost = euclidean_distances(pts, outs)
+    prior = rng.dirichlet(np.ones(n))
+    return MDPInstance(d, cost, prior, eps, eta, d_ro=cost, features=pts)
+
+
+def highs_optimum(inst):
+    res = full_lp(inst).solve()
+    assert res.status == "Optimal"
+    return res.objective
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(0, 10**6),
+    st.integers(2, 16),
+    st.integers(1, 6),
+    st.sampled_from([0.3, 1.0, 3.0, 8.0]),
+    st.sampled_from([0.8, 1.5, 3.0]),
+    st.booleans(),
+)
+def test_certified_bounds_bracket_the_highs_optimum(seed, n, k, eps, eta, grid):
+    inst = random_instance(seed, n, k, eps, eta, grid)
+    res = structured_ipm(inst, gap=1e-6, max_iter=200)
+    opt = highs_optimum(inst)
+    tol = 1e-9 * max(1.0, abs(opt))
+    assert res.lower_bound <= opt + tol
+    assert res.upper_bound >= opt - tol
+    # the incumbent is an exactly feasible mechanism whose loss is the upper bound
+    assert max_mdp_violation(inst, res.z) <= 1e-12
+    assert row_sum_error(res.z) <= 1e-12
+    assert float((inst.weighted_cost * res.z).sum()) == pytest.approx(res.upper_bound, rel=1e-12)
+    if res.status == "gap reached":
+        assert res.relative_gap <= 1e-6
+
+
+@pytest.mark.parametrize("eps", [0.5, 1.0, 4.0])
+def test_grid_reaches_a_tight_gap_at_the_highs_optimum(eps):
+    xy = np.array([(r, c) for r in range(6) for c in range(7)], float)
+    d = euclidean_distances(xy)
+    inst = MDPInstance(d, d, np.full(len(xy), 1 / len(xy)), eps, 2.0, d_ro=d)
+    res = structured_ipm(inst, gap=1e-5)
+    assert res.status == "gap reached"
+    assert res.lower_bound <= highs_optimum(inst) <= res.upper_bound
+    assert res.upper_bound == pytest.approx(highs_optimum(inst), rel=1e-5)
+
+
+def test_presolve_drops_exactly_the_collinear_pairs_and_keeps_the_optimum():
+    xy = np.array([(r, c) for r in range(4) for c in range(5)], float)
+    d = euclidean_distances(xy)
+    inst = MDPInstance(d, d, np.full(len(xy), 1 / len(xy)), 1.0, 2.0, d_ro=d)
+    g = inst.graph
+    keep = essential_pairs(g)
+    # on a grid with eta = 2 the implied pairs are the straight two-steps (distance 2)
+    np.testing.assert_array_equal(~keep, np.isclose(g.dist, 2.0))
+    reduced = MDPInstance(np.where(np.isclose(d, 2.0), 2.5, d), d, inst.prior, 1.0, 2.0)  # drops them from the graph
+    assert reduced.graph.n_pairs == keep.sum()
+    a = structured_ipm(inst, gap=1e-5, presolve=True)
+    b = structured_ipm(inst, gap=1e-5, presolve=False)
+    assert a.upper_bound == pytest.approx(b.upper_bound, rel=2e-5)
+    assert a.lower_bound <= highs_optimum(inst) <= a.upper_bound
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10**6), st.integers(2, 10), st.integers(2, 5), st.floats(0.1, 5.0))
+def test_repair_makes_any_nonnegative_matrix_an_mdp_mechanism(seed, n, k, eps):
+    inst = random_instance(seed, n, k, eps, 2.0)
+    rng = np.random.default_rng(seed)
+    z = rng.random((n, k)) ** 3
+    fixed, t = repair(inst, z)
+    assert max_mdp_violation(inst, fixed) <= 1e-12
+    assert row_sum_error(fixed) <= 1e-12
+    feasible = np.full((n, k), 1.0 / k)
+    same, t0 = repair(inst, feasible)
+    assert t0 == 0.0
+    np.testing.assert_array_equal(same, feasible)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10**6), st.integers(2, 8), st.integers(2, 4))
+def test_dual_bound_is_below_the_optimum_for_any_multipliers(seed, n, k):
+    inst = random_instance(seed, n, k, 1.0, 2.0)
+    g = inst.graph
+    rng = np.random.default_rng(seed)
+    u = rng.exponential(size=(k, g.n_pairs)) * rng.random()
+    gt_u = np.zeros((k, n))
+    np.add.at(gt_u.T, g.src, u.T)
+    np.add.at(gt_u.T, g.dst, -(g.coef[:, None] * u.T))
+    assert dual_bound(inst.weighted_cost.T, gt_u) <= highs_optimum(inst) + 1e-12
+
+
+def test_plugin_solves_the_full_model_and_refuses_relaxed_ones():
+    xy = np.array([(r, c) for r in range(4) for c in range(4)], float)
+    d = euclidean_distances(xy)
+    inst = MDPInstance(d, d, np.full(16, 1 / 16), 1.0, 1.5, d_ro=d)
+    model = build_full_lp(inst)
+    res = SolverFactory("mdp_ipm").solve(model, gap=1e-5)
+    assert res.termination_condition.name == "convergenceCriteriaSatisfied"
+    z = perturbation_matrix(model, inst)
+    assert max_mdp_violation(inst, z) <= 1e-12
+    ref = build_full_lp(inst)
+    pyo.SolverFactory("appsi_highs").solve(ref)
+    opt = pyo.value(ref.objective)
+    assert res.objective_bound <= opt <= res.incumbent_objective
+    assert pyo.value(model.objective) == pytest.approx(res.incumbent_objective, rel=1e-12)
+    with pytest.raises(ModelStructureError, match="mdp_slack"):
+        SolverFactory("mdp_ipm").solve(build_full_lp(inst, mdp_slack=1e-3))
+    with pytest.raises(ValueError, match="do not take|does not take"):
+        SolverFactory("mdp_ipm").solve(model, solver_options={"blocks": 3})
+
+
+def test_bad_gap_and_oversized_instances_are_refused():
+    inst = random_instance(0, 4, 2, 1.0, 2.0)
+    with pytest.raises(DataValidationError, match="gap"):
+        structured_ipm(inst, gap=1.5)
+    import dpmodels.metricdp.ipm as ipm
+
+    old = ipm.MAX_BLOCK_BYTES
+    try:
+        ipm.MAX_BLOCK_BYTES = 100
+        with pytest.raises(DataValidationError, match="GB"):
+            structured_ipm(inst)
+    finally:
+        ipm.MAX_BLOCK_BYTES = old
