@@ -155,19 +155,20 @@ class _Blocks:
 
 
 def _invert_blocks(h: np.ndarray) -> np.ndarray:
-    """In-place inverse of every SPD block (Cholesky); a block that fails gets a growing ridge."""
+    """In-place inverse of every SPD block (Cholesky); a block that fails gets a growing ridge.
+    (float32 factors measured 2.5x *slower* here, OpenBLAS 0.3.31 on 500 x 500 blocks.)"""
     n = h.shape[1]
     low = np.tril_indices(n, -1)
     for k in range(h.shape[0]):
         ridge = 0.0
-        base = h[k].copy()
         while True:
-            c, info = lapack.dpotrf(base if ridge == 0 else base + ridge * np.eye(n), lower=1, clean=0)
+            block = h[k] if ridge == 0 else h[k] + ridge * np.eye(n)
+            c, info = lapack.dpotrf(block, lower=1, clean=0)
             if info == 0:
                 inv, info = lapack.dpotri(c, lower=1)
                 if info == 0:
                     break
-            ridge = max(1e-12 * np.abs(np.diag(base)).max(), ridge * 100)
+            ridge = max(1e-12 * float(np.abs(np.diag(h[k])).max()), ridge * 100)
         inv[low[1], low[0]] = inv[low]  # potri fills the lower triangle only
         h[k] = inv
     return h
@@ -260,7 +261,7 @@ def structured_ipm(
     return IPMResult(best["z"], best["ub"], best["lb"], status, len(history), pd.DataFrame(history), info)
 
 
-def _newton(c, rows: _Blocks, state, hinv, schur, rx, rs, refine: int = 2):
+def _newton(c, rows: _Blocks, state, hinv, schur, rx, rs, refine: int = 3):
     """The Newton direction for complementarity targets ``rx`` (x zx) and ``rs`` (s u), with the
     primal and dual residuals of ``state``; ``refine`` rounds of iterative refinement recover the
     accuracy the explicit block inverses lose as the iterates near the boundary."""
@@ -269,14 +270,21 @@ def _newton(c, rows: _Blocks, state, hinv, schur, rx, rs, refine: int = 2):
     r_g = -rows.apply(x) - s
     r_d = c - y[None, :] + rows.apply_t(u) - zx
     step = _reduced_solve(rows, state, hinv, schur, r_p, r_g, r_d, rx, rs)
+    scale = max(_amax(r_d), _amax(rx / x), _amax(rs / s), 1e-300)
     for _ in range(refine):
         dx, ds, dy, du, dzx = step
         # equations 2, 4 and 5 hold by construction; refine the row sums (1) and dual rows (3)
         e_p = r_p - dx.sum(axis=0)
         e_d = r_d - (dy[None, :] - rows.apply_t(du) + dzx)
+        if max(_amax(e_p), _amax(e_d) / scale) < 1e-12:
+            break
         fix = _reduced_solve(rows, state, hinv, schur, e_p, np.zeros_like(r_g), e_d, 0.0, 0.0)
         step = tuple(a + b for a, b in zip(step, fix, strict=True))
     return step
+
+
+def _amax(a) -> float:
+    return float(np.abs(a).max(initial=0.0))
 
 
 def _reduced_solve(rows: _Blocks, state, hinv, schur, r_p, r_g, r_d, rx, rs):
