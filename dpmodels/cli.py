@@ -136,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     btd.set_defaults(run=_run_bench_topdown)
     bmdp = bench_sub.add_parser(
         "mdp",
-        help="paper-scale grid: full LP vs Benders at eps = 10/km and 1/km",
+        help="paper-scale grid: full LP vs structured IPM vs Benders at eps = 10/km and 1/km",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     bmdp.add_argument("--epsilon", type=float, nargs="+", default=[10.0, 1.0], help="per-km budgets")

@@ -133,6 +133,7 @@ def test_compare_mdp_table_csv_and_plot(tmp_path):
         "1e-6",
         "--methods",
         "full LP simplex",
+        "structured IPM",
         "Benders k-m-DV",
         "Benders BSC",
         "exponential mechanism",
@@ -147,7 +148,7 @@ def test_compare_mdp_table_csv_and_plot(tmp_path):
     ).stdout
     table = pd.read_csv(csv)
     lp = table.loc[table.method == "full LP simplex", "objective"].item()
-    for method in ("Benders k-m-DV", "Benders BSC"):
+    for method in ("structured IPM", "Benders k-m-DV", "Benders BSC"):
         row = table[table.method == method].iloc[0]
         assert abs(row.objective - lp) <= 1e-5 * lp and row["bound"] <= lp + 1e-9
     em = table.loc[table.method == "exponential mechanism", "objective"].item()
@@ -192,3 +193,5 @@ def test_bench_mdp_small(tmp_path, cell_km):
         assert r["status"] in ("Optimal", "optimal", "gap reached"), r
         if r["run"].startswith("Benders"):
             assert abs(r["objective"] - lp) <= 1e-3 * lp and r["lower bound"] <= lp + 1e-9
+        if r["run"].startswith("structured IPM"):  # certified: bound <= optimum <= exactly mDP incumbent
+            assert r["lower bound"] <= lp + 1e-9 and r["objective"] >= lp - 1e-9 and r["relative gap"] <= 1e-3

@@ -235,7 +235,7 @@ def structured_ipm(
             {
                 "iteration": it,
                 "LB": best["lb"],
-                "UB": best["ub"],
+                "best UB": best["ub"],
                 "gap": rel,
                 "mu": mu,
                 "primal step": ap,
