@@ -25,7 +25,7 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.executors import map_tasks, resolve_executor
 
 from .data import MDPInstance, Partition
-from .lp import INF, Highs, mdp_rows, unit_rows
+from .lp import INF, Highs, mdp_rows, safe_lower_bound, unit_rows
 from .mechanism import exponential_mechanism
 
 __all__ = ["Subproblem", "BendersResult", "benders", "master_init_cuts"]
@@ -491,6 +491,7 @@ def benders(
         lazy = LazyRows(ii, jj, cc, np.zeros((len(ii), instance.K), dtype=bool))
     master, _ = build_master(instance, part, y_order, subs, "none" if lazy else init_cuts, max_coeff, max_init_rows)
     build_s = time.perf_counter() - start
+    w_caps = np.array([instance.weighted_cost[sub.internal].max(axis=1).sum() for sub in subs])
     core = _initial_core(instance, y_order, stabilize)
     kelley = core is None
     lb, ub, incumbent = -INF, INF, None
@@ -503,7 +504,7 @@ def benders(
             except TimeUp:
                 status = "time limit"
                 break
-            lb = max(lb, mres.objective)
+            lb = max(lb, _master_bound(master, w_caps))
             z_master = np.clip(mres.x[: master.n_z], 0.0, 1.0)  # tolerance can leave -1e-9: times e^(eps d) it matters
             w = mres.x[master.n_z :]
             zy = z_master if kelley else stabilize * z_master + (1 - stabilize) * core
@@ -578,6 +579,17 @@ def benders(
         "master columns": master.n_z + len(master.w_index),
     }
     return BendersResult(incumbent, lb, ub, status, len(history), pd.DataFrame(history), first_feasible, info)
+
+
+def _master_bound(master: Master, w_caps: np.ndarray) -> float:
+    """A lower bound from the master's duals that holds whatever their accuracy
+    (:func:`~dpmodels.metricdp.lp.safe_lower_bound`), over boxes that contain the master's
+    optimum: ``0 <= z <= 1`` (row sums) and ``0 <= w_l <= `` the block's largest possible cost
+    (``sum_i max_k p_i c_ik``; valid cuts never push ``w_l`` above it).  HiGHS's reported
+    objective is *not* a bound when its duals are inexact (measured at eps = 10/km, 1 km cells)."""
+    lower = np.zeros(master.n_z + len(w_caps))
+    upper = np.concatenate([np.ones(master.n_z), w_caps])
+    return safe_lower_bound(master.model, lower, upper)
 
 
 def _initial_core(instance: MDPInstance, y_order: np.ndarray, stabilize: float) -> np.ndarray | None:
