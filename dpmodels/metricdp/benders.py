@@ -26,7 +26,7 @@ from dpmodels.core.executors import map_tasks, resolve_executor
 
 from .data import MDPInstance, Partition
 from .lp import INF, Highs, mdp_rows, safe_lower_bound, unit_rows
-from .mechanism import exponential_mechanism
+from .mechanism import expected_loss, exponential_mechanism, repair
 
 __all__ = ["Subproblem", "BendersResult", "benders", "master_init_cuts"]
 
@@ -535,9 +535,11 @@ def benders(
                     master.add_cut(sub.block, sub.beta_pos, out.const, out.coeff)
                     opt_cuts += 1
                     cuts_off_master += w_l < at_master - opt_tol * max(1.0, abs(at_master))
-            if all_feasible and ub_t < ub:
-                ub = ub_t
-                incumbent = _assemble(instance, y_order, zy, subs, outcomes)
+            if all_feasible:  # the bound is the loss of the repaired, exactly mDP mechanism
+                candidate, _ = repair(instance, _assemble(instance, y_order, zy, subs, outcomes))
+                ub_t = expected_loss(instance, candidate)
+                if ub_t < ub:
+                    ub, incumbent = ub_t, candidate
             separated_at_master = kelley
             if all_feasible and stabilize < 1.0:
                 core = zy

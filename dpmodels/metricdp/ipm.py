@@ -15,10 +15,11 @@ complement.  Mehrotra predictor-corrector, started strictly primal feasible at t
 mechanism.
 
 Every iteration is *certified*: the upper bound is the loss of an exactly eps-mDP mechanism
-(the iterate made stochastic and mixed with the uniform mechanism just enough to satisfy every
-mDP row of the original graph, :func:`repair`), and the lower bound is the weak-duality bound
-``sum_i min_k (C_hat + G'u)[i, k]`` of the clipped multipliers ``u >= 0``, valid for any u
-(:func:`dual_bound`).  The run stops when the certified relative gap is below ``gap``.
+(the iterate made stochastic and mixed with the uniform mechanism just enough to satisfy
+every mDP row of the original graph, :func:`~dpmodels.metricdp.mechanism.repair`), and the
+lower bound is the weak-duality bound ``sum_i min_k (C_hat + G'u)[i, k]`` of the clipped
+multipliers ``u >= 0``, valid for any u (:func:`dual_bound`).  The run stops when the
+certified relative gap is below ``gap``.
 
 Presolve: a pair ``(i, j)`` whose row is implied by a two-hop path ``i - m - j`` with
 ``d_im + d_mj = d_ij`` (collinear cells of a grid) is left out of the solve; the repair and
@@ -39,8 +40,9 @@ from scipy.linalg import lapack
 from dpmodels.core.errors import DataValidationError
 
 from .data import MDPGraph, MDPInstance
+from .mechanism import repair
 
-__all__ = ["IPMResult", "essential_pairs", "repair", "dual_bound", "structured_ipm"]
+__all__ = ["IPMResult", "essential_pairs", "dual_bound", "structured_ipm"]
 
 #: Dense blocks are K * N^2 doubles; above this many bytes the method refuses (use Benders or highs).
 MAX_BLOCK_BYTES = 6e9
@@ -80,33 +82,6 @@ def essential_pairs(graph: MDPGraph, rtol: float = 1e-9) -> np.ndarray:
         if len(mids) and (dist[i, mids] + dist[mids, j] <= dist[i, j] * (1 + rtol)).any():
             keep[p] = False
     return keep
-
-
-def repair(instance: MDPInstance, z: np.ndarray) -> tuple[np.ndarray, float]:
-    """An exactly eps-mDP mechanism near ``z`` and the weight ``t`` of the uniform mechanism in it.
-
-    ``z`` is clipped at 0 and made row-stochastic; then ``(1 - t) z + t / K`` with the least
-    ``t`` for which every mDP row of the original graph holds: the uniform mechanism has slack
-    ``(exp(eps d) - 1) / K`` in every row, so ``t`` is proportional to the largest violation.
-    """
-    g = instance.graph
-    K = instance.K
-    z = np.maximum(np.asarray(z, dtype=np.float64), 0.0)
-    sums = z.sum(axis=1, keepdims=True)
-    if (sums <= 0).any():
-        z = np.where(sums > 0, z, 1.0 / K)
-        sums = z.sum(axis=1, keepdims=True)
-    z = z / sums
-    if g.n_pairs == 0:
-        return z, 0.0
-    excess = z[g.src] - g.coef[:, None] * z[g.dst]  # > 0: violated
-    pair, _ = np.nonzero(excess > 0)
-    if len(pair) == 0:
-        return z, 0.0
-    over = excess[excess > 0]
-    need = float((over / (over + (g.coef[pair] - 1.0) / K)).max())  # slack 0 (records at distance 0): t = 1
-    t = min(1.0, need * (1 + 1e-6) + 1e-15)
-    return (1 - t) * z + t / K, float(t)
 
 
 def dual_bound(weighted_cost_T: np.ndarray, gt_u: np.ndarray) -> float:

@@ -22,6 +22,7 @@ __all__ = [
     "max_mdp_violation",
     "max_path_violation",
     "audit",
+    "repair",
     "sample_outputs",
 ]
 
@@ -86,6 +87,33 @@ def audit(instance: MDPInstance, z: np.ndarray) -> dict:
         "row-sum error": row_sum_error(z),
         "max mDP violation (relative)": max_mdp_violation(instance, z),
     }
+
+
+def repair(instance: MDPInstance, z: np.ndarray) -> tuple[np.ndarray, float]:
+    """An exactly eps-mDP mechanism near ``z`` and the weight ``t`` of the uniform mechanism in it.
+
+    ``z`` is clipped at 0 and made row-stochastic; then ``(1 - t) z + t / K`` with the least
+    ``t`` for which every mDP row of the original graph holds: the uniform mechanism has slack
+    ``(exp(eps d) - 1) / K`` in every row, so ``t`` is proportional to the largest violation.
+    """
+    g = instance.graph
+    K = instance.K
+    z = np.maximum(np.asarray(z, dtype=np.float64), 0.0)
+    sums = z.sum(axis=1, keepdims=True)
+    if (sums <= 0).any():
+        z = np.where(sums > 0, z, 1.0 / K)
+        sums = z.sum(axis=1, keepdims=True)
+    z = z / sums
+    if g.n_pairs == 0:
+        return z, 0.0
+    excess = z[g.src] - g.coef[:, None] * z[g.dst]  # > 0: violated
+    pair, _ = np.nonzero(excess > 0)
+    if len(pair) == 0:
+        return z, 0.0
+    over = excess[excess > 0]
+    need = float((over / (over + (g.coef[pair] - 1.0) / K)).max())  # slack 0 (records at distance 0): t = 1
+    t = min(1.0, need * (1 + 1e-6) + 1e-15)
+    return (1 - t) * z + t / K, float(t)
 
 
 def sample_outputs(z: np.ndarray, records, rng=None) -> np.ndarray:

@@ -9,9 +9,9 @@ from pyomo.contrib.solver.common.factory import SolverFactory
 
 from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.metricdp.data import MDPInstance, euclidean_distances
-from dpmodels.metricdp.ipm import dual_bound, essential_pairs, repair, structured_ipm
+from dpmodels.metricdp.ipm import dual_bound, essential_pairs, structured_ipm
 from dpmodels.metricdp.lp import full_lp
-from dpmodels.metricdp.mechanism import max_mdp_violation, row_sum_error
+from dpmodels.metricdp.mechanism import max_mdp_violation, repair, row_sum_error
 from dpmodels.metricdp.models import build_full_lp, perturbation_matrix
 
 

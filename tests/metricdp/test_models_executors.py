@@ -253,6 +253,9 @@ def test_lower_bound_stays_below_a_certified_mechanism_under_huge_coefficients()
     res = B.benders(inst, partition(inst, "k-m-DV", M=6), gap=1e-6, max_iter=45)
     assert res.history["LB"].max() <= cert.upper_bound
     assert res.lower_bound >= cert.lower_bound - 1e-4  # and the bound is still close
+    # the incumbent is repaired to an exactly mDP mechanism and its loss is the upper bound
+    assert max_mdp_violation(inst, res.z) <= 1e-12
+    assert res.upper_bound == pytest.approx(float((inst.weighted_cost * res.z).sum()), rel=1e-12)
 
 
 @settings(max_examples=40, deadline=None)
