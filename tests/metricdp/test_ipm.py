@@ -51,7 +51,10 @@ def test_certified_bounds_bracket_the_highs_optimum(seed, n, k, eps, eta, grid):
     tol = 1e-9 * max(1.0, abs(opt))
     assert res.lower_bound <= opt + tol
     assert res.upper_bound >= opt - tol
-    # the incumbent is an exactly feasible mechanism whose loss is the upper bound
+    # the incumbent is an exactly feasible mechanism whose loss is the upper bound: every
+    # probability ratio within exp(eps d), not just the rows up to a tolerance
+    g = inst.graph
+    assert (res.z[g.src] <= g.coef[:, None] * res.z[g.dst] * (1 + 1e-12)).all()
     assert max_mdp_violation(inst, res.z) <= 1e-12
     assert row_sum_error(res.z) <= 1e-12
     assert float((inst.weighted_cost * res.z).sum()) == pytest.approx(res.upper_bound, rel=1e-12)
@@ -93,6 +96,8 @@ def test_repair_makes_any_nonnegative_matrix_an_mdp_mechanism(seed, n, k, eps):
     rng = np.random.default_rng(seed)
     z = rng.random((n, k)) ** 3
     fixed, t = repair(inst, z)
+    g = inst.graph
+    assert (fixed[g.src] <= g.coef[:, None] * fixed[g.dst] * (1 + 1e-12)).all()  # ratios, not just rows
     assert max_mdp_violation(inst, fixed) <= 1e-12
     assert row_sum_error(fixed) <= 1e-12
     feasible = np.full((n, k), 1.0 / k)

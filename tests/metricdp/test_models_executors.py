@@ -254,6 +254,8 @@ def test_lower_bound_stays_below_a_certified_mechanism_under_huge_coefficients()
     assert res.history["LB"].max() <= cert.upper_bound
     assert res.lower_bound >= cert.lower_bound - 1e-4  # and the bound is still close
     # the incumbent is repaired to an exactly mDP mechanism and its loss is the upper bound
+    g = inst.graph
+    assert (res.z[g.src] <= g.coef[:, None] * res.z[g.dst] * (1 + 1e-12)).all()
     assert max_mdp_violation(inst, res.z) <= 1e-12
     assert res.upper_bound == pytest.approx(float((inst.weighted_cost * res.z).sum()), rel=1e-12)
 
