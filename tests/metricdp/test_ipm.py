@@ -152,3 +152,22 @@ def test_bad_gap_and_oversized_instances_are_refused():
             structured_ipm(inst)
     finally:
         ipm.MAX_BLOCK_BYTES = old
+
+
+@pytest.mark.parametrize("eps", [0.3, np.log(3), 2.5])
+def test_randomized_response_closed_form(eps):
+    """Spec worked example A: two records at distance 1, swap costs; the optimum is 1 / (1 + e^eps)."""
+    d = np.array([[0.0, 1.0], [1.0, 0.0]])
+    inst = MDPInstance(d, np.array([[0.0, 1.0], [1.0, 0.0]]), np.array([0.5, 0.5]), float(eps), 1.0)
+    res = structured_ipm(inst, gap=1e-9)
+    exact = 1 / (1 + np.exp(eps))
+    assert res.lower_bound <= exact + 1e-12 <= res.upper_bound + 2e-12
+    assert res.upper_bound == pytest.approx(exact, rel=1e-8)
+
+
+def test_single_record_and_isolated_records():
+    one = MDPInstance(np.zeros((1, 1)), np.array([[1.0, 2.0, 0.5]]), np.array([1.0]), 1.0, 1.0)
+    assert structured_ipm(one, gap=1e-8).upper_bound == pytest.approx(0.5, rel=1e-8)
+    far = np.array([[0.0, 5.0], [5.0, 0.0]])  # no neighbours within eta: each record takes its cheapest output
+    two = MDPInstance(far, np.array([[1.0, 3.0], [2.0, 4.0]]), np.array([0.5, 0.5]), 1.0, 1.0)
+    assert structured_ipm(two, gap=1e-8).upper_bound == pytest.approx(1.5, rel=1e-8)
