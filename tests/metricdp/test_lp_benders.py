@@ -1,6 +1,7 @@
 """Metric-DP LPs and Benders against the spec's worked examples and oracles (spec 9)."""
 
 import math
+import warnings
 
 import numpy as np
 import pyomo.environ as pyo
@@ -276,3 +277,8 @@ def test_bad_instances_are_refused():
         MDPInstance(d, c, p, 800.0, 1.0)
     with pytest.warns(RuntimeWarning, match="badly scaled"):
         MDPInstance(d, c, p, 30.0, 1.0)
+    with pytest.warns(RuntimeWarning, match="certified"):
+        MDPInstance(d, c, p, 10.0, 2.0)  # the paper grid at eps = 10/km: HiGHS's simplex measured suboptimal
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MDPInstance(d, c, p, 9.0, 2.0)
