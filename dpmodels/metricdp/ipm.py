@@ -71,7 +71,8 @@ def essential_pairs(graph: MDPGraph, rtol: float = 1e-9) -> np.ndarray:
 
     Row ``z_i <= a_ij z_j`` follows from ``z_i <= a_im z_m`` and ``z_m <= a_mj z_j`` whenever
     ``a_im a_mj <= a_ij``, i.e. ``d_im + d_mj <= d_ij`` (equality, by the triangle inequality).
-    ``rtol`` admits rounding; the certified repair re-checks every original row anyway.
+    ``rtol`` admits rounding: leaving a row out only relaxes the LP, so the dual bound stays a
+    bound whatever is dropped, and the repair re-checks every original row.
     """
     n = graph.n
     dist = sp.csr_matrix((graph.dist, (graph.src, graph.dst)), shape=(n, n)).toarray()
@@ -129,13 +130,19 @@ class _Blocks:
         return out
 
 
+class NumericalBreakdown(ArithmeticError):
+    """A Newton block no ridge can make positive definite (non-finite iterates)."""
+
+
 def _invert_blocks(h: np.ndarray) -> np.ndarray:
-    """In-place inverse of every SPD block (Cholesky); a block that fails gets a growing ridge.
-    (float32 factors measured 2.5x *slower* here, OpenBLAS 0.3.31 on 500 x 500 blocks.)"""
+    """In-place inverse of every SPD block (Cholesky); a block that fails gets a growing ridge
+    (an inexact Newton step: the certificates do not depend on it).  (float32 factors measured
+    2.5x *slower* here, OpenBLAS 0.3.31 on 500 x 500 blocks.)"""
     n = h.shape[1]
     low = np.tril_indices(n, -1)
     for k in range(h.shape[0]):
         ridge = 0.0
+        scale = float(np.abs(np.diag(h[k])).max())
         while True:
             block = h[k] if ridge == 0 else h[k] + ridge * np.eye(n)
             c, info = lapack.dpotrf(block, lower=1, clean=0)
@@ -143,7 +150,9 @@ def _invert_blocks(h: np.ndarray) -> np.ndarray:
                 inv, info = lapack.dpotri(c, lower=1)
                 if info == 0:
                     break
-            ridge = max(1e-12 * float(np.abs(np.diag(h[k])).max()), ridge * 100)
+            ridge = max(1e-12 * scale, ridge * 100)
+            if not np.isfinite(ridge) or ridge > scale:
+                raise NumericalBreakdown(f"Newton block {k} is not positive definite (diagonal scale {scale:g})")
         inv[low[1], low[0]] = inv[low]  # potri fills the lower triangle only
         h[k] = inv
     return h
@@ -194,7 +203,11 @@ def structured_ipm(
             break
         tick = time.perf_counter()
         x, s, u, y, zx = state
-        hinv = _invert_blocks(rows.normal(u / s, zx / x, buffer))
+        try:
+            hinv = _invert_blocks(rows.normal(u / s, zx / x, buffer))
+        except NumericalBreakdown:
+            status = "stalled"  # the certified bounds so far stand
+            break
         schur = sla.cho_factor(hinv.sum(axis=0), lower=True)
         factor_s = time.perf_counter() - tick
         state, mu, ap, ad = _mehrotra_step(c, rows, state, hinv, schur, step_frac)

@@ -192,3 +192,13 @@ def test_single_record_and_isolated_records():
     far = np.array([[0.0, 5.0], [5.0, 0.0]])  # no neighbours within eta: each record takes its cheapest output
     two = MDPInstance(far, np.array([[1.0, 3.0], [2.0, 4.0]]), np.array([0.5, 0.5]), 1.0, 1.0)
     assert structured_ipm(two, gap=1e-8).upper_bound == pytest.approx(1.5, rel=1e-8)
+
+
+def test_blocks_no_ridge_can_fix_end_in_a_clear_breakdown():
+    from dpmodels.metricdp.ipm import NumericalBreakdown, _invert_blocks
+
+    spd = np.array([[[2.0, 1.0], [1.0, 2.0]]])
+    np.testing.assert_allclose(_invert_blocks(spd.copy())[0], np.linalg.inv(spd[0]), rtol=1e-14)
+    for bad in (np.full((1, 2, 2), np.nan), -np.eye(2)[None]):
+        with pytest.raises(NumericalBreakdown):
+            _invert_blocks(bad.copy())
