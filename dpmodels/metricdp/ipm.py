@@ -148,7 +148,7 @@ def _invert_blocks(h: np.ndarray) -> np.ndarray:
             c, info = lapack.dpotrf(block, lower=1, clean=0)
             if info == 0:
                 inv, info = lapack.dpotri(c, lower=1)
-                if info == 0:
+                if info == 0 and np.isfinite(inv).all():  # LAPACK passes NaNs through with info 0
                     break
             ridge = max(1e-12 * scale, ridge * 100)
             if not np.isfinite(ridge) or ridge > scale:
