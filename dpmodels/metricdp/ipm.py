@@ -148,7 +148,7 @@ def _invert_blocks(h: np.ndarray) -> np.ndarray:
             c, info = lapack.dpotrf(block, lower=1, clean=0)
             if info == 0:
                 inv, info = lapack.dpotri(c, lower=1)
-                if info == 0 and np.isfinite(inv).all():  # LAPACK passes NaNs through with info 0
+                if info == 0:
                     break
             ridge = max(1e-12 * scale, ridge * 100)
             if not np.isfinite(ridge) or ridge > scale:
@@ -156,6 +156,19 @@ def _invert_blocks(h: np.ndarray) -> np.ndarray:
         inv[low[1], low[0]] = inv[low]  # potri fills the lower triangle only
         h[k] = inv
     return h
+
+
+def _schur(hinv: np.ndarray):
+    """Cholesky factor of the row sums' Schur complement ``sum_k H_k^-1``; non-finite entries
+    (LAPACK passes NaNs through with info 0, so a bad block shows up here) or a factorisation
+    failure are a breakdown."""
+    total = hinv.sum(axis=0)
+    if not np.isfinite(total).all():
+        raise NumericalBreakdown("non-finite Newton blocks")
+    try:
+        return sla.cho_factor(total, lower=True)
+    except np.linalg.LinAlgError as err:
+        raise NumericalBreakdown(f"the row sums' Schur complement is not positive definite: {err}") from err
 
 
 def _max_step(v: np.ndarray, dv: np.ndarray) -> float:
@@ -205,10 +218,10 @@ def structured_ipm(
         x, s, u, y, zx = state
         try:
             hinv = _invert_blocks(rows.normal(u / s, zx / x, buffer))
+            schur = _schur(hinv)
         except NumericalBreakdown:
             status = "stalled"  # the certified bounds so far stand
             break
-        schur = sla.cho_factor(hinv.sum(axis=0), lower=True)
         factor_s = time.perf_counter() - tick
         state, mu, ap, ad = _mehrotra_step(c, rows, state, hinv, schur, step_frac)
         x, s, u, y, zx = state

@@ -195,10 +195,13 @@ def test_single_record_and_isolated_records():
 
 
 def test_blocks_no_ridge_can_fix_end_in_a_clear_breakdown():
-    from dpmodels.metricdp.ipm import NumericalBreakdown, _invert_blocks
+    from dpmodels.metricdp.ipm import NumericalBreakdown, _invert_blocks, _schur
 
     spd = np.array([[[2.0, 1.0], [1.0, 2.0]]])
     np.testing.assert_allclose(_invert_blocks(spd.copy())[0], np.linalg.inv(spd[0]), rtol=1e-14)
-    for bad in (np.full((1, 2, 2), np.nan), -np.eye(2)[None]):
-        with pytest.raises(NumericalBreakdown):
-            _invert_blocks(bad.copy())
+    with pytest.raises(NumericalBreakdown):
+        _invert_blocks(-np.eye(2)[None].copy())
+    with pytest.raises(NumericalBreakdown):
+        _schur(_invert_blocks(np.full((1, 2, 2), np.nan)))
+    with pytest.raises(NumericalBreakdown):
+        _schur(np.array([[[1.0, 2.0], [2.0, 1.0]]]))  # indefinite
