@@ -568,21 +568,7 @@ def alg1_distribution(
     pts = _cover_points(M, cover, q, None)
     cands = np.array(M.bases(), dtype=float) if pts is None else pts
     beta = _inv_temp(eps, F.sensitivity)
-    out: dict[tuple, float] = {}
-
-    def walk(total, t, p):  # x_t = total / T, as in the samplers
-        x = total / T
-        if t == T:
-            key = tuple(np.round(x, 12))
-            out[key] = out.get(key, 0.0) + p
-            return
-        probs = em_probabilities(cands @ gradient(F, x), beta)
-        for y, py in zip(cands, probs, strict=True):
-            if py > 0:
-                walk(total + y, t + 1, p * py)
-
-    walk(np.zeros(F.n), 0, 1.0)
-    return out
+    return _continuous_distribution(F.n, T, lambda t, x: (cands, em_probabilities(cands @ gradient(F, x), beta)))
 
 
 def alg2_distribution(
@@ -599,21 +585,31 @@ def alg2_distribution(
     w = eps if width is None else float(width)
     T = len(subsamples)
     beta = _inv_temp(eps, F.sensitivity)
+
+    def step(t, x):
+        pts = np.asarray(subsamples[t], dtype=np.float64)
+        return pts, em_probabilities(w * np.floor(pts @ gradient(F, x) / w), beta)
+
+    return _continuous_distribution(F.n, T, step)
+
+
+def _continuous_distribution(n: int, T: int, step) -> dict[tuple, float]:
+    """Enumerate every path of a continuous-greedy sampler: ``step(t, x_t)`` gives the candidate
+    points and their probabilities; ``x_t = total / T`` as in the samplers."""
     out: dict[tuple, float] = {}
 
-    def walk(total, t, p):  # x_t = total / T, as in the samplers
+    def walk(total, t, p):
         x = total / T
         if t == T:
             key = tuple(np.round(x, 12))
             out[key] = out.get(key, 0.0) + p
             return
-        pts = np.asarray(subsamples[t], dtype=np.float64)
-        probs = em_probabilities(w * np.floor(pts @ gradient(F, x) / w), beta)
+        pts, probs = step(t, x)
         for y, py in zip(pts, probs, strict=True):
             if py > 0:
                 walk(total + y, t + 1, p * py)
 
-    walk(np.zeros(F.n), 0, 1.0)
+    walk(np.zeros(n), 0, 1.0)
     return out
 
 
