@@ -70,13 +70,7 @@ class MDPBendersSolver(StructureSolver):
         return benders(instance, make_partition(instance, partition, blocks, seed), **options)
 
     def _solve_marker(self, marker, config) -> StructureSolution:
-        opts = marker.options
-        if opts.get("mdp_slack", 0) != 0 or opts.get("z_min", 0) != 0:
-            raise ModelStructureError(
-                "mdp_benders solves the exact perturbation LP; this model was built with the reference code's "
-                f"relaxations (mdp_slack={opts.get('mdp_slack')}, z_min={opts.get('z_min')}); solve it with highs"
-            )
-        instance = marker.data["instance"]
+        instance = exact_instance(marker, self.name)
         res = self.solve_data(
             instance,
             config.partition,
@@ -90,20 +84,33 @@ class MDPBendersSolver(StructureSolver):
             stabilize=config.stabilize,
             executor=config.executor,
         )
-        termination = {
-            "optimal": TerminationCondition.convergenceCriteriaSatisfied,
-            "gap reached": TerminationCondition.convergenceCriteriaSatisfied,
-            "max_iter": TerminationCondition.iterationLimit,
-            "time limit": TerminationCondition.maxTimeLimit,
-        }[res.status]
-        values = {"z": res.z} if res.z is not None else {}
-        info = dict(
-            res.info,
-            history=res.history,
-            iterations=res.iterations,
-            status=res.status,
-            first_feasible=res.first_feasible,
+        return mdp_solution(res, extra=dict(res.info, first_feasible=res.first_feasible))
+
+
+#: Statuses of both mDP algorithms as Pyomo terminations.
+TERMINATION = {
+    "optimal": TerminationCondition.convergenceCriteriaSatisfied,
+    "gap reached": TerminationCondition.convergenceCriteriaSatisfied,
+    "max_iter": TerminationCondition.iterationLimit,
+    "time limit": TerminationCondition.maxTimeLimit,
+    "stalled": TerminationCondition.error,
+}
+
+
+def exact_instance(marker, solver: str):
+    """The instance of an exact ``build_full_lp`` model; the reference code's relaxations are refused."""
+    opts = marker.options
+    if opts.get("mdp_slack", 0) != 0 or opts.get("z_min", 0) != 0:
+        raise ModelStructureError(
+            f"{solver} solves the exact perturbation LP; this model was built with the reference code's "
+            f"relaxations (mdp_slack={opts.get('mdp_slack')}, z_min={opts.get('z_min')}); solve it with highs"
         )
-        return StructureSolution(
-            values, res.upper_bound if res.z is not None else None, termination, bound=res.lower_bound, info=info
-        )
+    return marker.data["instance"]
+
+
+def mdp_solution(res, extra: dict) -> StructureSolution:
+    """A Benders or IPM result (certified incumbent, bound, history) as a StructureSolution."""
+    values = {"z": res.z} if res.z is not None else {}
+    info = dict(extra, history=res.history, iterations=res.iterations, status=res.status)
+    objective = res.upper_bound if res.z is not None else None
+    return StructureSolution(values, objective, TERMINATION[res.status], bound=res.lower_bound, info=info)

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from pyomo.common.config import ConfigValue, NonNegativeFloat, PositiveInt
 from pyomo.contrib.solver.common.config import SolverConfig
-from pyomo.contrib.solver.common.results import TerminationCondition
 
-from dpmodels.core.errors import ModelStructureError
 from dpmodels.metricdp.ipm import structured_ipm
 
 from .base import StructureSolution, StructureSolver
+from .mdp_benders import exact_instance, mdp_solution
 
 __all__ = ["IPMConfig", "MDPIPMSolver"]
 
@@ -51,28 +50,12 @@ class MDPIPMSolver(StructureSolver):
         return structured_ipm(instance, **options)
 
     def _solve_marker(self, marker, config) -> StructureSolution:
-        opts = marker.options
-        if opts.get("mdp_slack", 0) != 0 or opts.get("z_min", 0) != 0:
-            raise ModelStructureError(
-                "mdp_ipm solves the exact perturbation LP; this model was built with the reference code's "
-                f"relaxations (mdp_slack={opts.get('mdp_slack')}, z_min={opts.get('z_min')}); solve it with highs"
-            )
         res = self.solve_data(
-            marker.data["instance"],
+            exact_instance(marker, self.name),
             gap=config.gap,
             max_iter=config.max_iter,
             time_limit=config.time_limit,
             presolve=config.presolve,
             progress=config.progress,
         )
-        termination = {
-            "gap reached": TerminationCondition.convergenceCriteriaSatisfied,
-            "max_iter": TerminationCondition.iterationLimit,
-            "time limit": TerminationCondition.maxTimeLimit,
-            "stalled": TerminationCondition.error,
-        }[res.status]
-        values = {"z": res.z} if res.z is not None else {}
-        info = dict(res.info, history=res.history, iterations=res.iterations, status=res.status)
-        return StructureSolution(
-            values, res.upper_bound if res.z is not None else None, termination, bound=res.lower_bound, info=info
-        )
+        return mdp_solution(res, extra=res.info)
