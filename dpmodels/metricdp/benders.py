@@ -516,7 +516,7 @@ def benders(
                 break
             sub_s = time.perf_counter() - tick
             feas_cuts = opt_cuts = cuts_off_master = 0
-            ub_t = float(instance.weighted_cost[y_order].ravel() @ zy)
+            ub_t = np.nan  # the loss of this iteration's mechanism, when every block is feasible
             all_feasible = True
             for sub, out in zip(subs, outcomes, strict=True):
                 at_master = out.const + out.coeff @ z_master[sub.beta_pos]
@@ -527,7 +527,6 @@ def benders(
                     cuts_off_master += at_master > opt_tol
                     continue
                 first_feasible.setdefault(sub.block, it)
-                ub_t += out.value
                 w_l = w[master.w_index[sub.block] - master.n_z]
                 if w_l < out.value - opt_tol * max(1.0, abs(out.value)) or w_l < at_master - opt_tol * max(
                     1.0, abs(at_master)
@@ -549,7 +548,7 @@ def benders(
                 {
                     "iteration": it,
                     "LB": lb,
-                    "UB_t": ub_t if all_feasible else np.nan,
+                    "UB_t": ub_t,
                     "best UB": ub,
                     "gap": gap_now,
                     "feasibility cuts": feas_cuts,

@@ -101,11 +101,11 @@ class _Blocks:
     def __init__(self, src, dst, coef, n: int):
         self.src, self.dst, self.coef, self.n = src, dst, coef, n
         p = len(src)
-        self.g = sp.csr_matrix(
+        g = sp.csr_matrix(
             (np.concatenate([np.ones(p), -coef]), (np.tile(np.arange(p), 2), np.concatenate([src, dst]))),
             shape=(p, n),
         )
-        self.gt = self.g.T.tocsr()
+        self.gt = g.T.tocsr()
         # G' diag(d) G has entries (s,s): d, (t,t): a^2 d, (s,t) and (t,s): -a d; ``gather`` sums
         # the contributions of every pair into the distinct flat positions of an N x N block
         pos = np.concatenate([src * n + src, dst * n + dst, src * n + dst, dst * n + src])
@@ -136,8 +136,8 @@ class NumericalBreakdown(ArithmeticError):
 
 def _invert_blocks(h: np.ndarray) -> np.ndarray:
     """In-place inverse of every SPD block (Cholesky); a block that fails gets a growing ridge
-    (an inexact Newton step: the certificates do not depend on it).  (float32 factors measured
-    2.5x *slower* here, OpenBLAS 0.3.31 on 500 x 500 blocks.)"""
+    (an inexact Newton step: the certificates do not depend on it).  float64 throughout: float32
+    factors were slower in a one-off timing with OpenBLAS 0.3.31 on 500 x 500 blocks."""
     n = h.shape[1]
     low = np.tril_indices(n, -1)
     for k in range(h.shape[0]):
