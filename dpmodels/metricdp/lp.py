@@ -174,7 +174,7 @@ def safe_lower_bound(model: Highs, col_lower, col_upper, row_dual=None) -> float
     lo, up = np.asarray(lp.row_lower_), np.asarray(lp.row_upper_)
     inf = model.highspy.kHighsInf
     pi = np.where(((pi > 0) & (lo <= -inf)) | ((pi < 0) & (up >= inf)), 0.0, pi)
-    row_part = float(np.where(pi > 0, pi * np.where(pi > 0, lo, 0.0), pi * np.where(pi < 0, up, 0.0)).sum())
+    row_part = float((pi * np.where(pi > 0, lo, 0.0)).sum() + (pi * np.where(pi < 0, up, 0.0)).sum())
     reduced = np.asarray(lp.col_cost_) - a.T @ pi
     col_lower, col_upper = np.asarray(col_lower, dtype=np.float64), np.asarray(col_upper, dtype=np.float64)
     col_part = float(np.where(reduced >= 0, reduced * col_lower, reduced * col_upper).sum())
