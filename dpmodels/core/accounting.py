@@ -16,6 +16,7 @@ import pandas as pd
 
 from .errors import PrivacyParameterError
 from .noise import as_epsilon, exact
+from .samplers import EXACT_LIMIT
 
 __all__ = ["split_budget", "Measurement", "PrivacyLedger"]
 
@@ -66,12 +67,24 @@ class PrivacyLedger:
     """
 
     entries: list[Measurement] = field(default_factory=list)
+    randomness: str = ""  # the source the noise was drawn from (dpmodels.core.randomness.describe)
 
     def record(self, query: str, group: str, sensitivity, epsilon, noise: str, count: int = 1) -> Fraction:
-        """Record a measurement and return its noise scale."""
+        """Record a measurement and return its noise scale; a scale no exact sampler can draw is refused.
+
+        Mechanisms record before they draw, so a refused measurement never draws noise.
+        """
         sens = exact(sensitivity, "sensitivity")
         eps = as_epsilon(epsilon)
-        m = Measurement(query, group, sens, eps, sens / eps, noise, count)
+        scale = sens / eps
+        if scale.numerator >= EXACT_LIMIT or scale.denominator >= EXACT_LIMIT:
+            raise PrivacyParameterError(
+                "epsilon",
+                f"{float(eps):.6g} for {query!r} gives the noise scale {float(scale):.6g}, which the exact samplers "
+                f"cannot represent (numerator and denominator below 2^55 ~ {float(EXACT_LIMIT):.3g}); "
+                "pick a larger epsilon",
+            )
+        m = Measurement(query, group, sens, eps, scale, noise, count)
         self.entries.append(m)
         return m.scale
 

@@ -1,12 +1,18 @@
 """Noise mechanisms: the double-geometric (discrete Laplace) and Laplace distributions.
 
+``double_geometric`` is the exact sampler of :mod:`dpmodels.core.samplers` (integer
+arithmetic on raw random words; a scale it cannot represent exactly is refused).  The
+continuous ``laplace`` draws in floating point and is kept for research comparisons only:
+release paths use the discrete samplers.
+
 A noise scale is ``lambda = sensitivity / epsilon``; both mechanisms then satisfy
 epsilon-DP for a query of that L1 sensitivity.  Scales and budgets are kept as exact
 ``Fraction`` values (parsed from the decimal the user typed), because quantities such
 as the truncation width ``3 * ceil(2 lambda^2)`` jump at integers and binary floating
 point puts ``6 / 0.1`` just below 60.
 
-All randomness comes from a ``numpy.random.Generator``; pass one or a seed.
+All randomness comes from a ``numpy.random.Generator``; pass one or a seed
+(:func:`dpmodels.core.randomness.make_rng`: no seed draws from the secure generator).
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from numbers import Real
 import numpy as np
 
 from .errors import PrivacyParameterError
+from .randomness import make_rng
+from .samplers import discrete_laplace
 
 __all__ = [
     "make_rng",
@@ -31,15 +39,6 @@ __all__ = [
     "laplace_pdf",
     "truncation_delta",
 ]
-
-
-def make_rng(seed=None) -> np.random.Generator:
-    """A Generator from a seed, a SeedSequence, or an existing Generator (returned as is)."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if isinstance(seed, np.random.RandomState):
-        raise PrivacyParameterError("rng", "legacy RandomState is not accepted; pass a numpy Generator or a seed")
-    return np.random.default_rng(seed)
 
 
 def exact(value, field: str) -> Fraction:
@@ -83,13 +82,10 @@ def _positive_scale(scale) -> float:
 def double_geometric(scale, size, rng=None) -> np.ndarray:
     """Draws of the double-geometric law ``P(X=v) = (1-a)/(1+a) a^|v|`` with ``a = exp(-1/scale)``.
 
-    Sampled as the difference of two i.i.d. geometric variables; numpy's geometric has
-    support ``{1, 2, ...}`` and the shifts cancel in the difference.
+    Sampled exactly (:func:`dpmodels.core.samplers.discrete_laplace`) for the scale read as an
+    exact fraction (a float as the decimal it prints as, like every budget here).
     """
-    lam = _positive_scale(scale)
-    rng = make_rng(rng)
-    p = -math.expm1(-1.0 / lam)  # 1 - alpha, accurate for large scales
-    return rng.geometric(p, size=size).astype(np.int64) - rng.geometric(p, size=size).astype(np.int64)
+    return discrete_laplace(exact(scale, "scale"), size, make_rng(rng))
 
 
 def double_geometric_pmf(values, scale) -> np.ndarray:
@@ -108,7 +104,11 @@ def double_geometric_variance(scale) -> float:
 
 
 def laplace(scale, size, rng=None) -> np.ndarray:
-    """Draws of the Laplace law with density ``exp(-|x|/scale) / (2 scale)``."""
+    """Draws of the Laplace law with density ``exp(-|x|/scale) / (2 scale)``, in floating point.
+
+    Research comparisons only: floating-point Laplace leaks through its low bits (Mironov
+    2012), so release paths refuse it and use :func:`double_geometric`.
+    """
     lam = _positive_scale(scale)
     return make_rng(rng).laplace(0.0, lam, size=size)
 

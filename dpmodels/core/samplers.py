@@ -1,0 +1,254 @@
+"""Exact samplers: integer arithmetic on raw random words, never floating point.
+
+Floating-point Laplace, geometric and Gumbel draws leak through their low bits (Mironov
+2012), and numpy's geometric saturates at ``INT64_MAX`` for tiny epsilon (two saturated
+draws subtract to zero noise).  Every sampler here consumes only the 64-bit words of the
+Generator's bit generator (``random_raw``) and integer comparisons, following Canonne,
+Kamath and Steinke, "The Discrete Gaussian for Differential Privacy" (NeurIPS 2020):
+
+* :func:`bernoulli_exp` - ``Bernoulli(exp(-num/den))`` for rational exponents (their Alg. 1);
+* :func:`discrete_laplace` - ``P(Z=z) ~ exp(-|z|/scale)`` for a rational scale (Alg. 2);
+* :func:`discrete_gaussian` - ``P(Z=z) ~ exp(-z^2/(2 sigma^2))`` for rational ``sigma^2`` (Alg. 3).
+
+The loops are vectorized over the draws still undecided; each is a sequence of independent
+trials, so accepting the first success per draw keeps the law exact.  The same bit stream
+gives the same integers on every platform and numpy version.  Parameters must be exact
+fractions whose numerator and denominator stay below :data:`EXACT_LIMIT` (so that all
+intermediate integers fit in int64); anything else is refused with an error naming it.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from .errors import PrivacyParameterError
+
+__all__ = [
+    "EXACT_LIMIT",
+    "exact_fraction",
+    "uniform_below",
+    "bernoulli_exp",
+    "bernoulli_exp_scalar",
+    "discrete_laplace",
+    "discrete_gaussian",
+]
+
+EXACT_LIMIT = 2**55  # numerators and denominators of scales; leaves 8 bits of headroom in int64
+_K_CAP = 127  # Alg. 1's counter: den * K < 2^63; P(K > 127) = 1/127! (handled exactly anyway)
+_V_CAP = 255  # geometric part of Alg. 2: t * V < 2^63; P(V > 255) = e^-256 (refused, never wrapped)
+
+
+def exact_fraction(value, field: str) -> Fraction:
+    """``value`` (int, Fraction, or float read exactly) as a positive Fraction within :data:`EXACT_LIMIT`."""
+    if isinstance(value, bool):
+        raise PrivacyParameterError(field, f"must be a positive number, got {value!r}")
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise PrivacyParameterError(field, f"must be finite and > 0, got {value!r}")
+        value = Fraction(*value.as_integer_ratio())
+    frac = Fraction(value)
+    if frac <= 0:
+        raise PrivacyParameterError(field, f"must be > 0, got {value!r}")
+    if frac.numerator >= EXACT_LIMIT or frac.denominator >= EXACT_LIMIT:
+        raise PrivacyParameterError(
+            field,
+            f"{float(frac):.6g} (= {_short(frac)}) cannot be sampled exactly: its numerator and denominator "
+            f"must be below 2^55 ~ {float(EXACT_LIMIT):.3g} (a smaller epsilon than this would give noise "
+            "wider than any int64 answer; pick a larger epsilon)",
+        )
+    return frac
+
+
+def _short(frac: Fraction) -> str:
+    text = str(frac)
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+# ----------------------------------------------------------------------------- raw words and uniforms
+def _raw(rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` raw 64-bit words of ``rng``'s bit generator."""
+    return np.asarray(rng.bit_generator.random_raw(size), dtype=np.uint64)
+
+
+def _smear(x: np.ndarray) -> np.ndarray:
+    """Every bit below the highest set bit of ``x`` set: the mask of ``bit_length(x)`` ones."""
+    x = x.astype(np.uint64)
+    for shift in (1, 2, 4, 8, 16, 32):
+        x |= x >> np.uint64(shift)
+    return x
+
+
+def uniform_below(high, rng: np.random.Generator, size=None) -> np.ndarray:
+    """Uniform integers in ``[0, high)`` (``1 <= high < 2^63``, scalar or array) by masked rejection."""
+    high = np.asarray(high, dtype=np.int64)
+    if size is not None:
+        high = np.broadcast_to(high, size)
+    flat = high.ravel()
+    if flat.size and flat.min() < 1:
+        raise PrivacyParameterError("high", "uniform_below needs bounds >= 1")
+    mask = _smear(flat - 1)
+    out = np.empty(flat.size, dtype=np.int64)
+    todo = np.arange(flat.size)
+    while todo.size:
+        draw = (_raw(rng, todo.size) & mask[todo]).astype(np.int64)
+        ok = draw < flat[todo]
+        out[todo[ok]] = draw[ok]
+        todo = todo[~ok]
+    return out.reshape(high.shape)
+
+
+def _uniform_below_int(high: int, rng: np.random.Generator) -> int:
+    """One uniform integer in ``[0, high)`` for a Python int of any size (rejection on whole words)."""
+    bits = (high - 1).bit_length()
+    words = max(1, -(-bits // 64))
+    while True:
+        value = 0
+        for word in _raw(rng, words):
+            value = (value << 64) | int(word)
+        value &= (1 << bits) - 1
+        if value < high:
+            return value
+
+
+# ----------------------------------------------------------------------------- Bernoulli(exp(-gamma))
+def bernoulli_exp(num, den, rng: np.random.Generator) -> np.ndarray:
+    """Exact ``Bernoulli(exp(-num/den))`` per element for int arrays ``num >= 0``, ``1 <= den < 2^55``.
+
+    ``exp(-g) = exp(-1)^floor(g) * exp(-frac(g))``: one Alg.-1 trial for the fraction and
+    ``floor(g)`` trials of ``exp(-1)``, stopping at the first failure.
+    """
+    num, den = np.broadcast_arrays(np.asarray(num, dtype=np.int64), np.asarray(den, dtype=np.int64))
+    num, den = num.ravel(), den.ravel()
+    whole, frac = np.divmod(num, den)
+    out = _bernoulli_exp_unit(frac, den, rng)
+    alive = np.flatnonzero(out & (whole > 0))
+    step = 0
+    while alive.size:
+        ones = np.ones(alive.size, dtype=np.int64)
+        ok = _bernoulli_exp_unit(ones, ones, rng)
+        out[alive[~ok]] = False
+        step += 1
+        alive = alive[ok & (whole[alive] > step)]
+    return out
+
+
+def _bernoulli_exp_unit(num: np.ndarray, den: np.ndarray, rng) -> np.ndarray:
+    """Alg. 1 of Canonne-Kamath-Steinke for ``gamma = num/den`` in ``[0, 1]``: ``P(K odd) = exp(-gamma)``.
+
+    K starts at 1 and grows while ``Bernoulli(gamma / K)`` succeeds.
+    """
+    k = np.ones(num.size, dtype=np.int64)
+    active = np.flatnonzero(num > 0)
+    while active.size:
+        if k[active[0]] >= _K_CAP:  # every active entry has the same K
+            for i in active:
+                k[i] = _unit_counter_int(int(num[i]), int(den[i]), int(k[i]), rng)
+            break
+        success = uniform_below(den[active] * k[active], rng) < num[active]
+        k[active[success]] += 1
+        active = active[success]
+    return (k % 2) == 1
+
+
+def _unit_counter_int(num: int, den: int, k: int, rng) -> int:
+    """Continue Alg. 1's counter from ``k`` with Python integers (reached with probability 1/127!)."""
+    while _uniform_below_int(den * k, rng) < num:
+        k += 1
+    return k
+
+
+def bernoulli_exp_scalar(gamma: Fraction, rng: np.random.Generator) -> bool:
+    """Exact ``Bernoulli(exp(-gamma))`` for one Fraction ``gamma >= 0`` of any size (Python integers)."""
+    gamma = Fraction(gamma)
+    if gamma < 0:
+        raise PrivacyParameterError("gamma", f"must be >= 0, got {gamma}")
+    whole = math.floor(gamma)
+    frac = gamma - whole
+    if _unit_counter_int(frac.numerator, frac.denominator, 1, rng) % 2 == 0:
+        return False
+    for _ in range(whole):
+        if _unit_counter_int(1, 1, 1, rng) % 2 == 0:
+            return False
+    return True
+
+
+# ----------------------------------------------------------------------------- discrete Laplace / Gaussian
+def discrete_laplace(scale, size, rng: np.random.Generator) -> np.ndarray:
+    """Exact draws of ``P(Z=z) = (1-a)/(1+a) a^|z|``, ``a = exp(-1/scale)`` (Alg. 2 of Canonne et al.).
+
+    With ``scale = t/s``: ``U`` uniform in ``[0, t)`` kept with probability ``exp(-U/t)``, ``V``
+    geometric with ratio ``exp(-1)``, ``X = U + tV`` (geometric with ratio ``exp(-1/t)``),
+    ``Y = floor(X/s)``, a random sign, and ``-0`` rejected.
+    """
+    lam = exact_fraction(scale, "scale")
+    t, s = lam.numerator, lam.denominator
+    n = int(np.prod(size)) if np.ndim(size) else int(size)
+    out = np.empty(n, dtype=np.int64)
+    todo = np.arange(n)
+    while todo.size:
+        u = uniform_below(t, rng, size=todo.size)
+        keep = bernoulli_exp(u, np.int64(t), rng)
+        u, slots = u[keep], todo[keep]
+        y = (u + t * _geometric_exp1(u.size, rng)) // s
+        sign = (_raw(rng, u.size) & np.uint64(1)).astype(bool)
+        ok = ~(sign & (y == 0))
+        out[slots[ok]] = np.where(sign[ok], -y[ok], y[ok])
+        done = np.zeros(todo.size, dtype=bool)
+        done[np.flatnonzero(keep)[ok]] = True
+        todo = todo[~done]
+    return out.reshape(size)
+
+
+def _geometric_exp1(n: int, rng) -> np.ndarray:
+    """Number of successes of ``Bernoulli(exp(-1))`` before the first failure, for ``n`` draws."""
+    v = np.zeros(n, dtype=np.int64)
+    alive = np.arange(n)
+    ones = np.ones(n, dtype=np.int64)
+    while alive.size:
+        success = _bernoulli_exp_unit(ones[: alive.size], ones[: alive.size], rng)
+        v[alive[success]] += 1
+        alive = alive[success]
+        if alive.size and v[alive[0]] > _V_CAP:
+            raise OverflowError("geometric draw above 255 (probability e^-256): refusing to wrap int64")
+    return v
+
+
+def discrete_gaussian(sigma2, size, rng: np.random.Generator) -> np.ndarray:
+    """Exact draws of ``P(Z=z) ~ exp(-z^2 / (2 sigma2))`` for a rational variance parameter (Alg. 3).
+
+    ``Y`` discrete Laplace with scale ``t = floor(sigma) + 1``, kept with probability
+    ``exp(-(|Y| - sigma2/t)^2 / (2 sigma2))``; with ``sigma2 = p/q`` that exponent is
+    ``(|Y| t q - p)^2 / (2 p q t^2)``, evaluated in integers.
+    """
+    var = exact_fraction(sigma2, "sigma2")
+    p, q = var.numerator, var.denominator
+    t = math.isqrt(p * q) // q + 1
+    den = 2 * p * q * t * t
+    if den >= EXACT_LIMIT:
+        raise PrivacyParameterError(
+            "sigma2", f"{float(var):.6g} is too large or too finely specified to sample exactly (2 p q t^2 >= 2^55)"
+        )
+    n = int(np.prod(size)) if np.ndim(size) else int(size)
+    out = np.empty(n, dtype=np.int64)
+    todo = np.arange(n)
+    while todo.size:
+        y = discrete_laplace(t, todo.size, rng)
+        keep = _gaussian_accept(np.abs(y), t, p, q, den, rng)
+        out[todo[keep]] = y[keep]
+        todo = todo[~keep]
+    return out.reshape(size)
+
+
+def _gaussian_accept(ay: np.ndarray, t: int, p: int, q: int, den: int, rng) -> np.ndarray:
+    """``Bernoulli(exp(-(ay t q - p)^2 / den))``; squares that would overflow int64 go through Python ints."""
+    x = ay * (t * q) - p
+    small = np.abs(x) < 2**31
+    keep = np.zeros(ay.size, dtype=bool)
+    idx = np.flatnonzero(small)
+    keep[idx] = bernoulli_exp(x[idx] * x[idx], np.int64(den), rng)
+    for i in np.flatnonzero(~small):
+        keep[i] = bernoulli_exp_scalar(Fraction(int(x[i]) ** 2, den), rng)
+    return keep
