@@ -3,8 +3,10 @@
 The budget is split into per-level shares (default uniform over the L levels, spec erratum 4)
 and, within a level, into per-query-set shares (the End-to-End test's "detailed" and
 "query" proportions).  Nodes of a level are disjoint (parallel composition); the query
-sets of a node and the levels add up.  Measurement happens once, up front; everything
-after it is post-processing of the noisy answers and the public knowledge.
+sets of a node and the levels add up.  A query set's noise at a level is calibrated to the
+sensitivity of the level's stacked answers, where the changed record may also change node
+(:func:`queries.level_sensitivity`).  Measurement happens once, up front; everything after it
+is post-processing of the noisy answers and the public knowledge.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import as_epsilon, double_geometric, double_geometric_variance, exact, laplace, make_rng
 
 from .data import Schema, TopDownData
-from .queries import QuerySet, identity, marginal, sensitivity
+from .queries import QuerySet, identity, level_sensitivity, marginal
 
 __all__ = ["Strategy", "default_strategy", "NodeMeasurement", "Measurements", "measure", "run_topdown"]
 
@@ -97,6 +99,28 @@ class Measurements:
         return {q.name: q.matrix for q in self.strategy.queries}
 
 
+def _level_deltas(strategy: Strategy, geo, level: int, neighbours: str) -> dict[str, float]:
+    """Per query set, the L1 sensitivity of ``level``'s stacked answers (spec 2.2).
+
+    A substituted record may move between two nodes of the level, so every level of two or
+    more nodes gets ``2 max_a ||A e_a||_1``; see :func:`queries.level_sensitivity`.  Records
+    in leaves above ``level`` lie in none of its nodes and can enter or leave them.  A zero
+    (the total at the root under substitution, which is public) cannot be measured.
+    """
+    nodes = int(geo.level_sizes()[level - 1])
+    holds_all = bool(geo.level[geo.leaves].min() >= level)
+    out = {}
+    for q in strategy.queries:
+        out[q.name] = level_sensitivity(q.matrix, nodes, neighbours, holds_all=holds_all)
+        if out[q.name] == 0:
+            raise DataValidationError(
+                f"query set {q.name!r}",
+                f"has sensitivity 0 at level {level} ({nodes} node) under {neighbours} neighbours (e.g. the "
+                "total at the root under substitution, which is public); model it as an invariant instead",
+            )
+    return out
+
+
 def measure(
     data: TopDownData,
     epsilon,
@@ -119,9 +143,9 @@ def measure(
     level_eps = split_budget(eps, unit)
     if noise not in ("geometric", "laplace"):
         raise DataValidationError("noise", f"must be 'geometric' or 'laplace', got {noise!r}")
+    deltas = [_level_deltas(strategy, geo, level, neighbours) for level in range(1, geo.n_levels + 1)]
     rng = make_rng(rng)
     hist = data.node_histograms_all()
-    deltas = {q.name: sensitivity(q.matrix, neighbours) for q in strategy.queries}
     ledger = PrivacyLedger()
     by_node: list[list[NodeMeasurement]] = [[] for _ in range(geo.n_regions)]
     for level in range(1, geo.n_levels + 1):
@@ -129,13 +153,7 @@ def measure(
         answers_all = {q.name: (hist[rows] @ q.matrix.T).toarray() for q in strategy.queries}
         for query, share in zip(strategy.queries, strategy.shares, strict=True):
             eps_q = level_eps[level - 1] * share
-            delta = deltas[query.name]
-            if delta == 0:
-                raise DataValidationError(
-                    f"query set {query.name!r}",
-                    "has sensitivity 0 under these neighbours (e.g. the total under "
-                    "substitution, which is public); model it as an invariant instead of measuring it",
-                )
+            delta = deltas[level - 1][query.name]
             scale = ledger.record(query.name, f"level {level} / {query.name}", delta, eps_q, noise, rows.size)
             shape = answers_all[query.name].shape
             draw = double_geometric(scale, shape, rng) if noise == "geometric" else laplace(scale, shape, rng)

@@ -18,7 +18,16 @@ from dpmodels.core.errors import DataValidationError
 
 from .data import Schema
 
-__all__ = ["QuerySet", "kron_query", "marginal", "identity", "total", "grouping_matrix", "sensitivity"]
+__all__ = [
+    "QuerySet",
+    "kron_query",
+    "marginal",
+    "identity",
+    "total",
+    "grouping_matrix",
+    "sensitivity",
+    "level_sensitivity",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,20 +93,26 @@ def grouping_matrix(values: Sequence[str], groups: Mapping[str, Sequence[str]]) 
     return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(groups), len(values)))
 
 
+def _check_neighbours(neighbours: str) -> None:
+    if neighbours not in ("substitution", "add/remove"):
+        raise DataValidationError("neighbours", f"must be 'substitution' or 'add/remove', got {neighbours!r}")
+
+
 def sensitivity(matrix: sp.spmatrix, neighbours: str = "substitution", exact_limit: int = 512) -> float:
-    """L1 sensitivity of ``matrix @ h`` (spec 2.2).
+    """L1 sensitivity of ``matrix @ h`` for ONE histogram ``h`` that holds every record (spec 2.2).
 
     ``"add/remove"``: ``max_a ||A e_a||_1``.  ``"substitution"`` (the paper's: one record
     changes value): ``max_{a != b} ||A (e_a - e_b)||_1``, computed exactly over the distinct
     columns when there are at most ``exact_limit`` of them, else the upper bound
     ``2 max_a ||A e_a||_1`` (over-estimating only adds noise, it never weakens privacy).
+    This is the sensitivity of a single-node level only: a geography level of several nodes,
+    where a record can also change node, needs :func:`level_sensitivity`.
     """
+    _check_neighbours(neighbours)
     a = sp.csc_matrix(matrix, dtype=np.float64)
     norms = np.asarray(abs(a).sum(axis=0)).ravel()
     if neighbours == "add/remove":
         return float(norms.max()) if norms.size else 0.0
-    if neighbours != "substitution":
-        raise DataValidationError("neighbours", f"must be 'substitution' or 'add/remove', got {neighbours!r}")
     dense_cols = np.unique(a.T.toarray(), axis=0) if a.shape[1] and a.shape[0] * a.shape[1] <= 5e7 else None
     if dense_cols is None or len(dense_cols) > exact_limit:
         return 2.0 * float(norms.max())
@@ -106,3 +121,36 @@ def sensitivity(matrix: sp.spmatrix, neighbours: str = "substitution", exact_lim
     from scipy.spatial.distance import pdist
 
     return float(pdist(dense_cols, metric="cityblock").max())
+
+
+def level_sensitivity(
+    matrix: sp.spmatrix,
+    nodes: int,
+    neighbours: str = "substitution",
+    *,
+    holds_all: bool = True,
+    exact_limit: int = 512,
+) -> float:
+    """L1 sensitivity of one geography level's stacked answers ``[A h_1; ...; A h_nodes]``.
+
+    The record that changes value may also change its geography, i.e. leave node ``u`` and
+    join node ``v`` of the same level: the stacked answers change by ``-A e_a`` in ``u`` and
+    ``+A e_b`` in ``v``, L1 ``||A e_a||_1 + ||A e_b||_1``.  So under substitution a level of
+    ``nodes >= 2`` has sensitivity ``2 Delta_add`` with ``Delta_add = max_a ||A e_a||_1`` (tight:
+    move a record of the heaviest cell between two nodes; no move does more, since one record
+    leaves one node and joins one node), whatever the overlap of ``A``'s rows.  A single node
+    that holds every record (the root) keeps the smaller within-histogram value
+    :func:`sensitivity`; if some records lie outside it (``holds_all=False``: leaves above this
+    level), one can also enter or leave it, adding ``Delta_add`` as a candidate.  Under
+    add/remove it is ``Delta_add`` at every level (one record joins or leaves one node).
+    """
+    _check_neighbours(neighbours)
+    if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
+        raise DataValidationError("nodes", f"must be a positive integer (nodes in the level), got {nodes!r}")
+    add = sensitivity(matrix, "add/remove")
+    if neighbours == "add/remove":
+        return add
+    if nodes >= 2:
+        return 2.0 * add
+    within = sensitivity(matrix, neighbours, exact_limit)
+    return within if holds_all else max(within, add)
