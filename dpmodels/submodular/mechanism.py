@@ -1,6 +1,7 @@
-"""Private algorithms: the exponential mechanism, Algorithms 1-4 and Mitrovic's private greedy.
+"""Private algorithms: Algorithms 1-4 and Mitrovic's private greedy.
 
-Every exponential mechanism uses inverse temperature ``eps' = eps / (2 Delta)`` (Def 2.7) and is
+Every exponential mechanism (:mod:`.exponential`, whose ``em_probabilities`` and ``em_choice``
+are re-exported here) uses inverse temperature ``eps' = eps / (2 Delta)`` (Def 2.7) and is
 charged its exact per-step cost (spec 1.7) in a :class:`PrivacyAccountant`.  ``eps = inf`` is the
 argmax (lowest index on ties), ``eps = 0`` is uniform.  Data-independent randomness (gradient
 samples, Alg. 2 cover sub-samples, Alg. 4 subsets, rounding) comes from separate streams spawned
@@ -17,7 +18,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import logsumexp
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 
@@ -30,6 +30,7 @@ from .accounting import (
 )
 from .algorithms import GreedyResult, _extensions, check_pair, gradient_oracle, k_extensions, swap_rounding
 from .data import KSubmodularFunction, SetFunction
+from .exponential import _inv_temp, centred_logits, em_choice, em_probabilities
 from .matroids import Matroid
 from .multilinear import gradient, has_closed_form, multilinear
 
@@ -54,48 +55,7 @@ __all__ = [
 ]
 
 
-# ----------------------------------------------------------------------------- exponential mechanism
-
-
-def _check_em_inputs(scores, inv_temp) -> tuple[np.ndarray, float]:
-    """Finite scores and an inverse temperature in ``[0, inf]``: a NaN would make the EM's argmax
-    (and so its output) deterministic, silently voiding the privacy guarantee."""
-    q = np.asarray(scores, dtype=np.float64)
-    if q.size == 0:
-        raise DataValidationError("scores", "the exponential mechanism needs at least one candidate")
-    if not np.all(np.isfinite(q)):
-        raise DataValidationError("scores", f"must all be finite, got {q[~np.isfinite(q)][:3].tolist()}")
-    inv_temp = float(inv_temp)
-    if math.isnan(inv_temp) or inv_temp < 0:
-        raise PrivacyParameterError("inv_temp", f"must be in [0, inf], got {inv_temp!r}")
-    return q, inv_temp
-
-
-def em_probabilities(scores, inv_temp: float) -> np.ndarray:
-    """``Pr[j] ~ exp(inv_temp * q_j)``; ``inf`` puts all mass on the lowest-index argmax, ``0`` is uniform."""
-    q, inv_temp = _check_em_inputs(scores, inv_temp)
-    if math.isinf(inv_temp):
-        p = np.zeros(q.size)
-        p[int(np.argmax(q))] = 1.0
-        return p
-    logits = inv_temp * q
-    return np.exp(logits - logsumexp(logits))
-
-
-def em_choice(scores, inv_temp: float, rng) -> tuple[int, np.ndarray]:
-    """Sample by the Gumbel-max trick ``argmax_j (inv_temp q_j + G_j)``; returns (index, probabilities).
-
-    Floating point: a candidate whose probability is below about ``2^-53`` relative to the
-    leader can never win (probability 0), a delta-level caveat shared by the base samplers."""
-    q, inv_temp = _check_em_inputs(scores, inv_temp)
-    probs = em_probabilities(q, inv_temp)
-    if math.isinf(inv_temp):
-        return int(np.argmax(probs)), probs
-    return int(np.argmax(inv_temp * q + rng.gumbel(size=q.size))), probs
-
-
-def _inv_temp(epsilon: float, sensitivity: float) -> float:
-    return math.inf if math.isinf(epsilon) else epsilon / (2.0 * sensitivity)
+# ----------------------------------------------------------------------------- streams
 
 
 def _streams(seed, names):
@@ -255,9 +215,11 @@ def _maurey_copies(cover: str, maurey_m) -> int:
 
 
 def _sample_base(M: Matroid, g, beta: float, rng) -> np.ndarray:
+    """The EM over the bases: log-weights ``beta (g - max g)``, centred before scaling as in
+    :mod:`.exponential` (every base has ``r`` elements, so the shift leaves the law unchanged)."""
     if math.isinf(beta):
         return M.max_weight_base(g)
-    return M.sample_base(beta * np.asarray(g, dtype=np.float64), rng)
+    return M.sample_base(centred_logits(np.asarray(g, dtype=np.float64), beta), rng)
 
 
 def _finish(F, M, directions, acc, calls, scores, rounding, rng, info=None, parts=None) -> PrivateCGResult:
