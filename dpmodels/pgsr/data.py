@@ -19,6 +19,8 @@ from dpmodels.core.errors import DataValidationError, InfeasibleDomainError
 from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.noise import truncation_delta
 
+from .sensitivity import require_quantities_within, validate_z_max
+
 __all__ = [
     "GroupSizeData",
     "NoisyGroupSizes",
@@ -90,14 +92,20 @@ def chain_decumulate(hierarchy: Hierarchy, chain: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------- true data
 @dataclass(frozen=True, eq=False)
 class GroupSizeData:
-    """The sensitive group-size hierarchy: ``counts[r, s-1] = n_s^r`` for every region."""
+    """The sensitive group-size hierarchy: ``counts[r, s-1] = n_s^r`` for every region.
+
+    ``z_max`` is the declared public bound on one person's unit quantity (the paper's
+    ``z in {0, 1}`` is ``z_max = 1``); the noise is calibrated to it (see :mod:`dpmodels.pgsr.sensitivity`).
+    """
 
     hierarchy: Hierarchy
     counts: np.ndarray
     name: str = "pgsr"
+    z_max: int = 1
 
     def __post_init__(self):
         self.hierarchy.require_uniform_depth("hierarchy")
+        object.__setattr__(self, "z_max", validate_z_max(self.z_max))
         counts = _integer_matrix(self.counts, "counts", (self.hierarchy.n_regions, None))
         if counts.shape[1] < 1:
             raise DataValidationError("counts", "needs at least one group size (N >= 1)")
@@ -119,7 +127,7 @@ class GroupSizeData:
         object.__setattr__(self, "counts", counts)
 
     @classmethod
-    def from_leaf_counts(cls, hierarchy: Hierarchy, leaf_counts, name: str = "pgsr") -> GroupSizeData:
+    def from_leaf_counts(cls, hierarchy: Hierarchy, leaf_counts, name: str = "pgsr", z_max: int = 1) -> GroupSizeData:
         """Aggregate per-leaf group-size vectors (rows in ``hierarchy.leaves`` order) up the tree."""
         leaf = _integer_matrix(leaf_counts, "leaf_counts", (len(hierarchy.leaves), None))
         if (leaf < 0).any():
@@ -127,7 +135,7 @@ class GroupSizeData:
             raise DataValidationError(
                 "leaf_counts", f"negative count at leaf {hierarchy.names[hierarchy.leaves[i]]!r}, size {s + 1}"
             )
-        return cls(hierarchy, hierarchy.aggregate(leaf), name)
+        return cls(hierarchy, hierarchy.aggregate(leaf), name, z_max)
 
     @classmethod
     def from_groups(
@@ -138,6 +146,7 @@ class GroupSizeData:
         n_sizes: int | None = None,
         overflow: Literal["error", "top"] = "error",
         name: str = "pgsr",
+        z_max: int = 1,
     ) -> GroupSizeData:
         """Count groups per leaf region and size.
 
@@ -176,7 +185,7 @@ class GroupSizeData:
         rows = np.array([leaf_pos[r] for r in regions], dtype=np.int64)
         leaf = np.zeros((len(leaf_pos), n_sizes), dtype=np.int64)
         np.add.at(leaf, (rows, sizes - 1), 1)
-        return cls.from_leaf_counts(hierarchy, leaf, name)
+        return cls.from_leaf_counts(hierarchy, leaf, name, z_max)
 
     @classmethod
     def from_records(
@@ -186,12 +195,15 @@ class GroupSizeData:
         n_sizes: int | None = None,
         overflow: Literal["error", "top"] = "error",
         name: str = "pgsr",
+        z_max: int = 1,
     ) -> GroupSizeData:
         """From individual records with columns ``user, unit, region, quantity`` (spec 1.1).
 
         A unit's group size is the sum of its members' quantities; all members of a unit
-        must be in the same leaf region.
+        must be in the same leaf region.  Quantities above the public bound ``z_max`` are
+        refused: one person then moves a group by more than the noise is calibrated for.
         """
+        z_max = validate_z_max(z_max)
         missing = {"user", "unit", "region", "quantity"} - set(records.columns)
         if missing:
             raise DataValidationError("records", f"missing columns {sorted(missing)}")
@@ -201,6 +213,7 @@ class GroupSizeData:
         q = pd.to_numeric(records["quantity"], errors="coerce")
         if q.isna().any() or (q < 0).any() or (q % 1 != 0).any():
             raise DataValidationError("quantity", "must be non-negative integers")
+        require_quantities_within(records["user"], q.astype(np.int64), z_max)
         per_unit = records.assign(quantity=q.astype(np.int64)).groupby("unit", sort=False)
         regions = per_unit["region"].agg(lambda s: s.unique())
         split = regions[regions.map(len) > 1]
@@ -209,9 +222,8 @@ class GroupSizeData:
                 "records", f"unit {split.index[0]!r} has members in several regions {list(split.iloc[0])}"
             )
         sizes = per_unit["quantity"].sum()
-        return cls.from_groups(
-            hierarchy, regions.map(lambda a: a[0]).astype(str).to_numpy(), sizes.to_numpy(), n_sizes, overflow, name
-        )
+        leaf_regions = regions.map(lambda a: a[0]).astype(str).to_numpy()
+        return cls.from_groups(hierarchy, leaf_regions, sizes.to_numpy(), n_sizes, overflow, name, z_max)
 
     # ------------------------------------------------------------------ facts
     @property
@@ -251,7 +263,9 @@ class NoisyGroupSizes:
 
     ``kind`` says what the values estimate: group-size counts ``n``, per-region cumulative
     counts ``(+)n``, or chain-cumulative values.  ``level_scales`` are the public noise
-    scales per level, used to size truncated domains.
+    scales per level, used to size truncated domains.  ``info`` holds the measurement's
+    other public facts (``epsilon``, ``calibration``, the declared ``z_max`` and the neighbour
+    relation the budget refers to).
     """
 
     hierarchy: Hierarchy
