@@ -13,15 +13,18 @@ M_H        counts, 2L/eps                  Model 1 QIP on a MIQP solver (scip)
 M_H^r      counts, 2L/eps                  Model 1-R on a QP solver, rounded half up
 M_H^dp     counts, 2L/eps                  Model 1 by the ``pgsr_dp`` dynamic program
 M_dp^OP    counts, 2L/eps                  Model 1 by ``pgsr_dp_op`` (sub-model per value)
-M_c        cumulative, L/eps               Model 2 QIP on a MIQP solver (scip)
-M_c^r      cumulative, L/eps               Model 2-R on a QP solver, rounded, (-)
-M_c^dp     cumulative, L/eps               Algorithm 2 (``pgsr_cdp``)
-M_c^ch     chain, L|R_l|/eps (sound)       Model 3 by ``pgsr_chain``
+M_c        cumulative, z L/eps             Model 2 QIP on a MIQP solver (scip)
+M_c^r      cumulative, z L/eps             Model 2-R on a QP solver, rounded, (-)
+M_c^dp     cumulative, z L/eps             Algorithm 2 (``pgsr_cdp``)
+M_c^ch     chain, z L|R_l|/eps (sound)     Model 3 by ``pgsr_chain``
 =========  ==============================  =========================================
 
-The chain's per-level vector has L1 sensitivity ``|R_l|``, not 1 (spec 2.3, erratum A2):
-``calibration="sound"`` (default) scales the noise accordingly; ``calibration="paper"``
-uses the paper's ``L/eps``, which is only ``eps * sum_l |R_l| / L``-DP, and the ledger says so.
+Here ``z`` is the data's declared public bound ``z_max`` on one person's quantity (1 in the
+paper); the sensitivities and the neighbour relation they assume (``G`` fixed) are derived
+in :mod:`dpmodels.pgsr.sensitivity`.  The chain's per-level vector has L1 sensitivity
+``|R_l| z_max``, not 1 (spec 2.3, erratum A2): ``calibration="sound"`` (default) scales the
+noise accordingly; ``calibration="paper"`` uses the paper's ``L/eps``, which is only
+``eps * z_max * sum_l |R_l| / L``-DP, and the ledger says so.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from dpmodels.core.noise import as_epsilon, double_geometric, make_rng
 
 from .data import GroupSizeData, NoisyGroupSizes, chain_cumulative, cumulative
 from .models import build_cumulative_qip, build_hierarchical_qip, released_counts
+from .sensitivity import NEIGHBOURS, level_sensitivity
 
 __all__ = [
     "Release",
@@ -53,8 +57,6 @@ __all__ = [
     "run_mechanism",
 ]
 
-SENSITIVITY = {"counts": 2, "cumulative": 1}  # Lemmas 4 and 6
-
 
 # ---------------------------------------------------------------------- measurement
 def measure(
@@ -63,7 +65,10 @@ def measure(
     """Noisy values of ``kind`` ("counts", "cumulative" or "chain") for every region.
 
     Each level gets ``epsilon / L``; the regions of a level are disjoint (parallel
-    composition), the levels add up (sequential composition).
+    composition), the levels add up (sequential composition).  The noise scale is the
+    level's sensitivity (which grows with ``data.z_max``) over its budget, except for the
+    paper's chain calibration; the ledger always records the true sensitivity and the
+    epsilon actually spent.
     """
     eps = as_epsilon(epsilon)
     if calibration not in ("sound", "paper"):
@@ -78,31 +83,22 @@ def measure(
     scales = []
     for level, eps_level in enumerate(split_budget(eps, h.n_levels), start=1):
         rows = h.level_slice(level)
-        n_regions = int(h.level_sizes()[level - 1])
-        if kind == "chain":
-            sensitivity = n_regions  # the whole level's chain vector (spec 2.3)
-            scale = (1 / eps_level) if calibration == "paper" else sensitivity / eps_level
-            ledger.record(
-                f"chain level {level}",
-                f"level {level}",
-                sensitivity,
-                sensitivity / scale,
-                "double geometric",
-                values[rows].size,
-            )
-        else:
-            scale = ledger.record(
-                f"{kind} level {level}",
-                f"level {level}",
-                SENSITIVITY[kind],
-                eps_level,
-                "double geometric",
-                values[rows].size,
-            )
+        sensitivity = level_sensitivity(kind, int(h.level_sizes()[level - 1]), data.z_max)
+        scale = _level_scale(kind, calibration, sensitivity, eps_level)
+        query, group, cells = f"{kind} level {level}", f"level {level}", values[rows].size
+        ledger.record(query, group, sensitivity, sensitivity / scale, "double geometric", cells)
         values[rows] += double_geometric(scale, values[rows].shape, rng)
         scales.append(Fraction(scale))
-    noisy = NoisyGroupSizes(h, values, data.G, kind, tuple(scales), info={"epsilon": eps, "calibration": calibration})
-    return noisy, ledger
+    info = {"epsilon": eps, "calibration": calibration, "z_max": data.z_max, "neighbours": NEIGHBOURS}
+    return NoisyGroupSizes(h, values, data.G, kind, tuple(scales), info=info), ledger
+
+
+def _level_scale(kind: str, calibration: str, sensitivity: int, eps_level: Fraction) -> Fraction:
+    """``sensitivity / eps_level``; the paper's chain calibration uses ``1 / eps_level`` (``L/eps``)
+    whatever the sensitivity, so its true cost ``sensitivity * eps_level`` exceeds the budget."""
+    if kind == "chain" and calibration == "paper":
+        return 1 / eps_level
+    return sensitivity / eps_level
 
 
 # ---------------------------------------------------------------------- post-processing
