@@ -188,13 +188,16 @@ def from_csv(
     N: int | None = None,
     overflow: str = "error",
     name: str | None = None,
+    z_max: int = 1,
 ) -> GroupSizeData:
     """Load a user's hierarchy (``region,parent``) with either group-size counts or records.
 
     ``counts``: long format ``region,size,count`` for the leaves (absent leaves and sizes
     count zero; other regions are aggregated, and if given too must be consistent), or
     wide format with a ``region`` column and one column per size, one row per leaf.  ``records``: individual rows
-    ``user,unit,region,quantity`` (spec 1.1).  Every problem is reported with the file name.
+    ``user,unit,region,quantity`` (spec 1.1).  ``z_max`` is the declared public bound on one
+    person's quantity (the noise is calibrated to it; records above it are refused).  Every
+    problem is reported with the file name.
     """
     if (counts is None) == (records is None):
         raise DataValidationError("counts/records", "give exactly one of counts= or records=")
@@ -202,7 +205,7 @@ def from_csv(
     label = name or Path(counts or records).stem
     if records is not None:
         frame = _read(records, {"user", "unit", "region", "quantity"}, dtype={"user": str, "unit": str, "region": str})
-        return GroupSizeData.from_records(frame, tree, N, overflow, label)
+        return GroupSizeData.from_records(frame, tree, N, overflow, label, z_max)
     frame = _read(counts, {"region"}, dtype={"region": str})
     wide, sparse = _wide_counts(frame, counts, N)
     unknown = sorted(set(wide.index) - set(tree.names))
@@ -214,7 +217,7 @@ def from_csv(
         wide = pd.concat([wide, pd.DataFrame(0, index=missing, columns=wide.columns)])
     elif missing:
         raise DataValidationError(str(counts), f"no counts for leaves {missing[:5]} (write zeros explicitly)")
-    data = GroupSizeData.from_leaf_counts(tree, wide.loc[leaf_names].to_numpy(), label)
+    data = GroupSizeData.from_leaf_counts(tree, wide.loc[leaf_names].to_numpy(), label, z_max)
     given = wide.index.intersection([tree.names[i] for i in tree.internal])
     for region in given:
         if not np.array_equal(wide.loc[region].to_numpy(), data.counts[tree.index[region]]):
