@@ -6,7 +6,7 @@ dpmodels compare topdown [options]     TopDown post-processing configurations, e
 dpmodels compare mdp [options]         metric DP: full LP vs Benders (four partitioners) vs exponential mechanism
 dpmodels compare submodular [options]  greedy vs continuous greedy vs private algorithms, ratios to the MILP optimum
 dpmodels compare facility [options]    private facility location vs MIP optimum vs LP bound over eps and n
-dpmodels bench pgsr|topdown|mdp|submodular|facility [options]
+dpmodels bench pgsr|topdown|mdp|submodular|facility|noise [options]
                                        speed and memory bars, ratios measured in one run
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dpmodels.core import bench as noise_bench
 from dpmodels.core.errors import DPModelsError
 from dpmodels.facility import bench as facility_bench
 from dpmodels.facility import compare as facility_compare
@@ -150,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     bmdp.set_defaults(run=_run_bench_mdp)
     submodular_bench.add_parser(bench_sub)
     facility_bench.add_parser(bench_sub)
+    noise_bench.add_parser(bench_sub)
     return parser
 
 
