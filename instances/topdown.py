@@ -117,8 +117,13 @@ def synthetic_census(
             "total_level", f"must be nation/state/county/tract/block group/block, got {total_level!r}"
         )
     totals = _region_totals(geography, counts)
-    knowledge = PublicKnowledge(
-        totals, level, gq, adult_only_zeros(schema), (children_per_adult_edit(schema),) if edits else ()
+    knowledge = PublicKnowledge.from_region_totals(
+        geography,
+        totals,
+        level,
+        gq=gq,
+        structural_zeros=adult_only_zeros(schema),
+        edits=(children_per_adult_edit(schema),) if edits else (),
     )
     return TopDownData(
         schema, geography, counts, knowledge, name=f"synthetic({preset if fanout is None else fan}, seed={seed})"
@@ -212,5 +217,5 @@ def from_csv(persons: str | Path, races: int = 63, total_level: str = "state") -
     rows = frame["geocode"].map(leaf_row).to_numpy()
     counts = sp.csr_matrix((np.ones(len(frame), np.int64), (rows, cells)), shape=(len(leaf_row), schema.size))
     level = {"nation": 1, "state": 2, "county": 3, "tract": 4, "block group": 5, "block": 6}[total_level]
-    knowledge = PublicKnowledge(_region_totals(geography, counts), level)
+    knowledge = PublicKnowledge.from_region_totals(geography, _region_totals(geography, counts), level)
     return TopDownData(schema, geography, counts, knowledge, name=Path(persons).stem)

@@ -293,6 +293,7 @@ def node_problem(
     histogram (a full-length vector over the schema's cells), as the driver builds it.  Only
     noisy answers and public knowledge go in."""
     geo, kn, schema = data.geography, data.knowledge, data.schema
+    kn.check(geo)  # public totals only for the invariant regions
     zeros = np.zeros(schema.size, dtype=bool)
     zeros[np.asarray(kn.structural_zeros, dtype=np.int64)] = True
     mats = {q.name: q.matrix.tocsr() for q in measurements.strategy.queries}
@@ -313,7 +314,7 @@ def node_problem(
 
     if node is None:
         cells = np.flatnonzero(~zeros)
-        return NodeProblem(cells, [spec(0, cells)], root_total=int(kn.node_totals[0]), **common)
+        return NodeProblem(cells, [spec(0, cells)], root_total=kn.root_total, **common)
     if parent is None:
         raise DataValidationError("parent", "a child solve needs the released histogram of its parent")
     parent = np.asarray(parent).ravel()

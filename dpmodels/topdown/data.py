@@ -6,16 +6,14 @@ geography is a :class:`~dpmodels.core.hierarchy.Hierarchy` (any depth); its leve
 numbered 1..L there, which the paper calls 0..k.  The sensitive data are leaf (block)
 histograms, stored sparse because blocks are small and the schema is not.
 
-Public knowledge (spec 1.5) is what is released exactly and what every solve must respect:
-node populations down to an invariant level, group-quarters (GQ) facts per leaf,
-structural zeros and linear edits.
+Public knowledge (spec 1.5) lives in :mod:`.knowledge` and is re-exported here.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -24,6 +22,8 @@ import scipy.sparse as sp
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.hierarchy import Hierarchy
+
+from .knowledge import Edit, FlowData, GQKnowledge, PublicKnowledge
 
 __all__ = [
     "Attribute",
@@ -189,165 +189,6 @@ def geography_from_geocodes(
     return Hierarchy.from_parent_table(table)
 
 
-# ---------------------------------------------------------------------- public knowledge
-@dataclass(frozen=True)
-class Edit:
-    """A linear edit ``coef . h  op  0`` that every node histogram must satisfy (spec 1.5 items 4-6)."""
-
-    name: str
-    coef: np.ndarray
-    op: str = ">="
-
-    def __post_init__(self):
-        if self.op not in ("<=", ">=", "=="):
-            raise DataValidationError(f"edit {self.name!r}", f"op must be '<=', '>=' or '==', got {self.op!r}")
-
-    def holds(self, histograms: np.ndarray | sp.spmatrix, tol: float = 1e-9) -> np.ndarray:
-        """Whether each row histogram satisfies the edit (within ``tol``, for fractional solutions)."""
-        lhs = np.asarray(histograms @ self.coef).ravel()
-        return {"<=": lhs <= tol, ">=": lhs >= -tol, "==": np.abs(lhs) <= tol}[self.op]
-
-
-@dataclass(frozen=True)
-class FlowData:
-    """The combination network of one node (spec 3.5): what its histogram's GQ types must route to.
-
-    ``combos[c]`` is a support (bool over types); ``lower[c, g]`` the flow lower bound
-    ``f_{g,c}``; ``population[c]`` the fixed combination population ``N_c`` (or -1 when the
-    node lies below the invariant level and only the lower bounds bind).
-    """
-
-    combos: np.ndarray
-    lower: np.ndarray
-    population: np.ndarray
-
-    @classmethod
-    def from_units(cls, present: np.ndarray, lower: np.ndarray, totals=None) -> FlowData:
-        """Merge units (leaves, or total-invariant nodes) with the same support into
-        combinations: lower bounds and populations add up (exact, spec 3.5)."""
-        combos, combo_of = np.unique(np.asarray(present, dtype=bool), axis=0, return_inverse=True)
-        flow_lower = np.zeros((len(combos), combos.shape[1]), dtype=np.int64)
-        np.add.at(flow_lower, combo_of, np.asarray(lower, dtype=np.int64))
-        population = np.full(len(combos), -1, dtype=np.int64)
-        if totals is not None:
-            population[:] = 0
-            np.add.at(population, combo_of, np.asarray(totals, dtype=np.int64))
-        return cls(combos, flow_lower, population)
-
-    @property
-    def n_types(self) -> int:
-        return self.combos.shape[1]
-
-    @property
-    def type_minimum(self) -> np.ndarray:
-        """``gq_g``: the least population of every type."""
-        return self.lower.sum(axis=0)
-
-    @property
-    def fixed(self) -> bool:
-        return bool((self.population >= 0).all())
-
-    def arcs(self) -> list[tuple[int, int]]:
-        """Legal (type, combination) flow pairs ``E``."""
-        return [(int(g), int(c)) for c, g in zip(*np.nonzero(self.combos), strict=True)]
-
-
-@dataclass(frozen=True, eq=False)
-class GQKnowledge:
-    """Per-leaf group-quarters facts: which types are present and their population lower bounds.
-
-    ``cell_type[x]`` is the GQ type of cell ``x`` (household is one type); the types partition
-    the cells.  ``present`` and ``lower`` have one row per leaf, in the hierarchy's leaf order.
-    """
-
-    cell_type: np.ndarray
-    type_names: tuple[str, ...]
-    present: np.ndarray
-    lower: np.ndarray
-
-    def __post_init__(self):
-        n_types = len(self.type_names)
-        present = np.asarray(self.present)
-        if present.dtype != bool:
-            if not np.isin(present, (0, 1)).all():
-                raise DataValidationError("gq.present", "must be boolean (or 0/1)")
-            object.__setattr__(self, "present", present.astype(bool))
-        if self.present.shape != self.lower.shape or self.present.shape[1] != n_types:
-            raise DataValidationError("gq", f"present/lower must be (leaves, {n_types}), got {self.present.shape}")
-        if (self.lower < 0).any() or (self.lower[~self.present] != 0).any():
-            raise DataValidationError("gq", "lower bounds must be >= 0 and 0 for absent types")
-        if self.cell_type.min() < 0 or self.cell_type.max() >= n_types:
-            raise DataValidationError("gq", "cell_type must index the types")
-
-    @property
-    def n_types(self) -> int:
-        return len(self.type_names)
-
-    def type_matrix(self) -> sp.csr_matrix:
-        """``types x cells`` 0/1 matrix: row g sums the cells of type g."""
-        n = len(self.cell_type)
-        return sp.csr_matrix((np.ones(n), (self.cell_type, np.arange(n))), shape=(self.n_types, n))
-
-
-@dataclass(frozen=True, eq=False)
-class PublicKnowledge:
-    """What is public: node populations down to ``total_level``, GQ facts, zeros, edits.
-
-    ``node_totals`` has one entry per region (hierarchy order); only the totals of levels
-    ``<= total_level`` are invariants (1 = the nation only; the leaf level = block totals).
-    """
-
-    node_totals: np.ndarray
-    total_level: int
-    gq: GQKnowledge | None = None
-    structural_zeros: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    edits: tuple[Edit, ...] = ()
-
-    def invariant_total(self, geography: Hierarchy, node: int) -> int | None:
-        """The node's population if it is an invariant, else None."""
-        return int(self.node_totals[node]) if geography.level[node] <= self.total_level else None
-
-    def flow_data(self, geography: Hierarchy, node: int) -> FlowData | None:
-        """The combination network of ``node`` (spec 3.5 with erratum 8's total-invariant units)."""
-        if self.gq is None:
-            return None
-        leaves = _leaves_under(geography, node)
-        leaf_pos = np.searchsorted(geography.leaves, leaves)
-        present = self.gq.present[leaf_pos]
-        lower = self.gq.lower[leaf_pos]
-        if geography.level[node] <= self.total_level:
-            unit = _ancestor_at(geography, leaves, self.total_level)
-            totals = {u: int(self.node_totals[u]) for u in np.unique(unit)}
-        else:
-            unit = leaves
-            totals = None
-        keys, inverse = np.unique(unit, return_inverse=True)
-        unit_present = np.zeros((len(keys), self.gq.n_types), dtype=bool)
-        unit_lower = np.zeros((len(keys), self.gq.n_types), dtype=np.int64)
-        np.logical_or.at(unit_present, inverse, present)
-        np.add.at(unit_lower, inverse, lower)
-        return FlowData.from_units(unit_present, unit_lower, None if totals is None else [totals[k] for k in keys])
-
-
-def _leaves_under(geography: Hierarchy, node: int) -> np.ndarray:
-    nodes = np.array([node])
-    leaves = []
-    while len(nodes):
-        leaves.append(nodes[geography.is_leaf[nodes]])
-        inner = nodes[~geography.is_leaf[nodes]]
-        nodes = np.concatenate([geography.children(i) for i in inner]) if len(inner) else np.empty(0, np.int64)
-    return np.sort(np.concatenate(leaves))
-
-
-def _ancestor_at(geography: Hierarchy, nodes: np.ndarray, level: int) -> np.ndarray:
-    out = nodes.copy()
-    while True:
-        deep = geography.level[out] > level
-        if not deep.any():
-            return out
-        out[deep] = geography.parent[out[deep]]
-
-
 # ---------------------------------------------------------------------- the data
 @dataclass(frozen=True, eq=False)
 class TopDownData:
@@ -376,15 +217,13 @@ class TopDownData:
 
     def _check_knowledge(self) -> None:
         kn, geo = self.knowledge, self.geography
-        if len(kn.node_totals) != geo.n_regions:
-            raise DataValidationError("knowledge.node_totals", f"need one per region ({geo.n_regions})")
-        if not 1 <= kn.total_level <= geo.n_levels:
-            raise DataValidationError("knowledge.total_level", f"must be in 1..{geo.n_levels}")
-        true_totals = np.asarray(self.node_histograms_all().sum(axis=1)).ravel()
-        bad = np.flatnonzero((geo.level <= kn.total_level) & (true_totals != kn.node_totals))
+        kn.check(geo)
+        invariant = len(kn.invariant_totals)
+        true_totals = np.asarray(self.node_histograms_all()[:invariant].sum(axis=1)).ravel()
+        bad = np.flatnonzero(true_totals != kn.invariant_totals)
         if len(bad):
             raise DataValidationError(
-                "knowledge.node_totals", f"region {geo.names[bad[0]]!r} total does not match the data"
+                "knowledge.invariant_totals", f"region {geo.names[bad[0]]!r} total does not match the data"
             )
         zeros = np.asarray(kn.structural_zeros, dtype=np.int64)
         if len(zeros) and self.leaf_counts[:, zeros].nnz:

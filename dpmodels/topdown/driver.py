@@ -111,6 +111,7 @@ def topdown(
     progress: bool = False,
 ) -> TopDownResult:
     """Post-process the noisy measurements into integer histograms for every region."""
+    knowledge.check(geography)  # public totals only for the invariant regions
     options = options or NodeOptions()
     mats = {q.name: q.matrix.tocsr() for q in measurements.strategy.queries}
     identity = _identity_flags(measurements, schema.size)
@@ -130,7 +131,7 @@ def topdown(
     root = NodeProblem(
         active,
         [_child_spec(0, active, measurements, identity, mats, geography, knowledge)],
-        root_total=int(knowledge.node_totals[0]),
+        root_total=knowledge.root_total,
         **common,
     )
     sol = solve_node(root, options)
@@ -200,11 +201,10 @@ def check_release(result: TopDownResult, knowledge: PublicKnowledge, edits: bool
     """Count violations of every public constraint on the released histograms."""
     geo = result.geography
     counts = result.node_counts.toarray()
-    totals = counts.sum(axis=1)
-    invariant = geo.level <= knowledge.total_level
+    invariant = knowledge.invariant_totals  # the first regions, in hierarchy order
     out = {
         "negative cells": int((counts < 0).sum()),
-        "invariant totals off": int((totals[invariant] != knowledge.node_totals[invariant]).sum()),
+        "invariant totals off": int((counts[: len(invariant)].sum(axis=1) != invariant).sum()),
         "structural zeros off": int(counts[:, np.asarray(knowledge.structural_zeros, dtype=np.int64)].sum()),
         "inconsistent parents": int((geo.consistency_residual(counts) != 0).any(axis=1).sum()),
     }

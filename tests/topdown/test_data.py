@@ -423,14 +423,17 @@ def _edit():
 
 
 def _small_data(counts=None, totals=None, total_level=2, gq="default", zeros=None, edits=None):
+    """``totals=None``: the invariant totals of ``counts``; else exactly the given public totals."""
     counts = _small_counts() if counts is None else counts
-    knowledge = PublicKnowledge(
-        _totals(counts) if totals is None else totals,
-        total_level,
-        _small_gq() if gq == "default" else gq,
-        np.array([_c("prison", "child")]) if zeros is None else zeros,
-        (_edit(),) if edits is None else edits,
-    )
+    rest = {
+        "gq": _small_gq() if gq == "default" else gq,
+        "structural_zeros": np.array([_c("prison", "child")]) if zeros is None else zeros,
+        "edits": (_edit(),) if edits is None else edits,
+    }
+    if totals is None:
+        knowledge = PublicKnowledge.from_region_totals(SMALL_GEO, _totals(counts), total_level, **rest)
+    else:
+        knowledge = PublicKnowledge(totals, total_level, **rest)
     return TopDownData(SMALL, SMALL_GEO, counts, knowledge)
 
 
@@ -441,14 +444,17 @@ def test_valid_small_instance_and_invariant_totals():
     # only regions at levels <= total_level are invariants
     kn = data.knowledge
     assert [kn.invariant_total(SMALL_GEO, i) for i in range(6)] == [9, 7, 2, None, None, None]
-    # a wrong total below the invariant level is not checked
+    np.testing.assert_array_equal(kn.invariant_totals, [9, 7, 2])
+    # the totals of regions below the invariant level are not public: refused, not stored
     totals = _totals(_small_counts())
+    with pytest.raises(DataValidationError, match="not public") as err:
+        _small_data(totals=totals)
+    assert _field(err) == "knowledge.invariant_totals"
+    # with block totals invariant they are public, and checked against the data
     totals[3] += 5
-    _small_data(totals=totals)
-    # with block totals invariant it is
     with pytest.raises(DataValidationError) as err:
         _small_data(totals=totals, total_level=3)
-    assert _field(err) == "knowledge.node_totals" and "a1" in err.value.problem
+    assert _field(err) == "knowledge.invariant_totals" and "a1" in err.value.problem
 
 
 @pytest.mark.parametrize(
@@ -457,9 +463,11 @@ def test_valid_small_instance_and_invariant_totals():
         (lambda kw: kw["counts"].__setitem__((1, 0), -1), "leaf_counts"),
         (lambda kw: kw.update(counts=np.zeros((3, SMALL.size + 1), dtype=int), totals=np.zeros(6, int)), "leaf_counts"),
         (lambda kw: kw.update(counts=np.zeros((2, SMALL.size), dtype=int), totals=np.zeros(6, int)), "leaf_counts"),
-        (lambda kw: kw.update(totals=np.array([9, 7, 2])), "knowledge.node_totals"),
-        (lambda kw: kw.update(totals=np.array([10, 8, 2, 6, 1, 2])), "knowledge.node_totals"),
-        (lambda kw: kw.update(totals=np.array([9, 6, 3, 6, 1, 2])), "knowledge.node_totals"),
+        (lambda kw: kw.update(totals=np.array([9, 7])), "knowledge.invariant_totals"),
+        (lambda kw: kw.update(totals=np.array([9, 7, 2, 6, 1, 2])), "knowledge.invariant_totals"),
+        (lambda kw: kw.update(totals=np.array([10, 8, 2])), "knowledge.invariant_totals"),
+        (lambda kw: kw.update(totals=np.array([9, 6, 3])), "knowledge.invariant_totals"),
+        (lambda kw: kw.update(totals=np.array([[9, 7, 2]])), "knowledge.invariant_totals"),
         (lambda kw: kw.update(total_level=0), "knowledge.total_level"),
         (lambda kw: kw.update(total_level=4), "knowledge.total_level"),
         (lambda kw: kw.update(zeros=np.array([_c("dorm", "adult")])), "knowledge.structural_zeros"),
@@ -475,10 +483,7 @@ def test_valid_small_instance_and_invariant_totals():
 )
 def test_topdown_data_rejects_invalid_inputs(mutate, field):
     kw = {"counts": _small_counts(), "totals": None, "total_level": 2}
-    mutate(kw)
-    if kw["totals"] is None and kw["counts"].shape == (3, SMALL.size):
-        # keep the totals consistent so that only the intended defect is detected
-        kw["totals"] = _totals(kw["counts"])
+    mutate(kw)  # totals None: the invariant totals of the (mutated) counts, so only the intended defect shows
     with pytest.raises(DataValidationError) as err:
         _small_data(**kw)
     assert _field(err) == field
@@ -525,9 +530,10 @@ def test_gq_type_matrix_sums_cells_by_type():
 def test_topdown_data_rejects_fractional_counts():
     counts = _small_counts().astype(float)
     counts[1, _c("household", "adult")] = 1.5
-    totals = _totals(_small_counts())
-    with pytest.raises(DataValidationError):
+    totals = _totals(_small_counts())[:3]
+    with pytest.raises(DataValidationError) as err:
         _small_data(counts=counts, totals=totals)
+    assert _field(err) == "leaf_counts"
 
 
 @given(st.sampled_from(["<=", ">=", "=="]), st.integers(0, 2**31))
@@ -591,7 +597,9 @@ def test_custom_fanout_and_total_levels():
         assert d.geography.level_sizes().tolist() == [1, 1, 2, 2, 6, 24]
         assert d.knowledge.total_level == lvl
         oracle = _prefix_oracle(d).sum(axis=1)
-        np.testing.assert_array_equal(d.knowledge.node_totals, oracle)
+        invariant = d.geography.level <= lvl
+        np.testing.assert_array_equal(d.knowledge.invariant_totals, oracle[invariant])
+        assert invariant[: invariant.sum()].all()  # the invariant regions come first
 
 
 def test_aggregation_and_node_histograms_match_prefix_oracle(small_data):
@@ -627,9 +635,10 @@ def test_synthetic_data_satisfy_their_public_knowledge(small_data):
     assert kn.total_level == 2
     geo = d.geography
     leaf_codes = np.array([geo.names[i] for i in geo.leaves])
-    assert kn.node_totals[0] == dense.sum() == d.population
+    assert kn.root_total == kn.invariant_totals[0] == dense.sum() == d.population
     for r in np.flatnonzero(geo.level == 2):
-        assert kn.node_totals[r] == dense[np.char.startswith(leaf_codes, geo.names[r])].sum()
+        assert kn.invariant_totals[r] == dense[np.char.startswith(leaf_codes, geo.names[r])].sum()
+    assert len(kn.invariant_totals) == (geo.level <= 2).sum()  # no county, tract, ... totals
     # GQ facts: persons only in present types, at least the lower bound (>= 1 per occupied facility)
     gq = kn.gq
     types = np.asarray(frame["hhgq"].map({v: i for i, v in enumerate(d.schema.attribute("hhgq").values)}))
@@ -739,7 +748,8 @@ def test_from_csv_rebuilds_leaf_counts(tmp_path, small_data):
     assert all(src[code].sum() == 0 for code in missing)
     # the public knowledge is the state-population invariant, recomputed from the file
     assert loaded.knowledge.total_level == 2 and loaded.knowledge.gq is None
-    np.testing.assert_array_equal(loaded.knowledge.node_totals, _prefix_oracle(loaded).sum(axis=1))
+    invariant = loaded.geography.level <= 2
+    np.testing.assert_array_equal(loaded.knowledge.invariant_totals, _prefix_oracle(loaded).sum(axis=1)[invariant])
     # a larger race domain keeps the labels (first races are shared), a block invariant works
     wide = from_csv(path, races=63, total_level="block")
     assert wide.population == small_data.population and wide.knowledge.total_level == 6

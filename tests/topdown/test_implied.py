@@ -428,7 +428,7 @@ def _t5(total_level=3):
     for name in names:
         totals[geo.index[name]] = T5[name][1]
     totals[geo.index["NY"]], totals[geo.index["RI"]], totals[0] = 23, 20, 43
-    return geo, gq, PublicKnowledge(totals, total_level, gq)
+    return geo, gq, PublicKnowledge.from_region_totals(geo, totals, total_level, gq=gq)
 
 
 def _combos(fd):
@@ -524,7 +524,7 @@ def test_t5_extend_to_leaves(node, type_totals, ok):
 def test_extend_to_leaves_below_invariant_level():
     """Only the nation is invariant: NY's blocks have lower bounds but no totals (erratum 8)."""
     geo, gq, _ = _t5()
-    pk = PublicKnowledge(_t5()[2].node_totals, 1, gq)
+    pk = PublicKnowledge(_t5()[2].invariant_totals[:1], 1, gq)
     fd = pk.flow_data(geo, geo.index["NY"])
     assert not fd.fixed
     pos = np.searchsorted(geo.leaves, geo.children(geo.index["NY"]))

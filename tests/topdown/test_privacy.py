@@ -1,4 +1,5 @@
-"""TopDown privacy calibration: the sensitivity of a geography level, checked by brute force.
+"""TopDown privacy: the sensitivity of a geography level, checked by brute force, and the
+public knowledge, which must hold no total computed from the data beyond the invariants.
 
 A record that changes value may also change its geography, so the neighbours of a level's
 stacked answers ``[A h_1; ...; A h_m]`` include moves of one record between two nodes.
@@ -10,6 +11,7 @@ out here, ``sup_y log P(y | D) / P(y | D')``.
 
 import itertools
 from fractions import Fraction
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -20,9 +22,12 @@ from hypothesis import strategies as st
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.topdown import queries
+from dpmodels.topdown.compare import node_problem
 from dpmodels.topdown.data import Attribute, PublicKnowledge, Schema, TopDownData
+from dpmodels.topdown.driver import topdown
 from dpmodels.topdown.mechanism import Strategy, measure
 from dpmodels.topdown.queries import QuerySet, identity, marginal, total
+from instances.topdown import synthetic_census
 
 
 # ---------------------------------------------------------------------- oracles
@@ -133,8 +138,7 @@ def test_level_sensitivity_values_and_errors():
 # ---------------------------------------------------------------------- tiny data sets, through measure
 def _tiny(parents: dict, leaf_counts: np.ndarray, schema: Schema) -> TopDownData:
     geo = Hierarchy.from_parent_table(parents)
-    totals = geo.aggregate(leaf_counts.sum(axis=1).astype(np.int64))
-    return TopDownData(schema, geo, sp.csr_matrix(leaf_counts), PublicKnowledge(totals, 1))
+    return TopDownData(schema, geo, sp.csr_matrix(leaf_counts), PublicKnowledge([int(leaf_counts.sum())], 1))
 
 
 def _region_histograms(geo: Hierarchy, leaf_counts: np.ndarray) -> np.ndarray:
@@ -276,3 +280,44 @@ def test_exact_privacy_loss_of_each_level_is_within_its_ledger_epsilon(name):
             worst_level = max(worst_level, loss)
         assert worst_level <= float(m.level_epsilons[level - 1]) + 1e-12
         assert worst_level == pytest.approx(float(m.level_epsilons[level - 1]))  # the budget is used, not wasted
+
+
+# ---------------------------------------------------------------------- public knowledge (invariants only)
+@pytest.mark.parametrize("total_level, level", [("nation", 1), ("state", 2), ("county", 3), ("block", 6)])
+def test_public_knowledge_built_from_data_holds_only_invariant_totals(total_level, level):
+    data = synthetic_census(seed=3, preset="tiny", races=2, total_level=total_level)
+    kn, geo = data.knowledge, data.geography
+    invariant = geo.level <= level
+    truth = np.asarray(data.node_histograms_all().sum(axis=1)).ravel()
+    assert kn.total_level == level and len(kn.invariant_totals) == invariant.sum()
+    np.testing.assert_array_equal(kn.invariant_totals, truth[invariant])
+    assert kn.root_total == data.population and kn.node_totals is kn.invariant_totals
+    deeper = np.flatnonzero(~invariant)
+    assert all(kn.invariant_total(geo, int(r)) is None for r in deeper)
+    if len(deeper):  # a deeper region's total is nowhere in the public object
+        with pytest.raises(IndexError):
+            kn.invariant_totals[deeper[0]]
+
+
+def test_public_knowledge_with_non_invariant_totals_is_refused():
+    """Every consumer of public knowledge refuses totals of regions below ``total_level``."""
+    schema = _schema([2, 2])
+    data = _tiny(GEOGRAPHIES["1-2-3"], np.ones((3, schema.size), dtype=np.int64), schema)
+    geo = data.geography
+    leaked = PublicKnowledge(geo.aggregate(np.full(3, schema.size, dtype=np.int64)), 1)
+    m = measure(data, 1, rng=0)
+    unchecked = SimpleNamespace(geography=geo, schema=schema, knowledge=leaked)  # skips TopDownData's check
+    consumers = [
+        lambda: TopDownData(schema, geo, data.leaf_counts, leaked),
+        lambda: topdown(m, leaked, schema, geo),
+        lambda: node_problem(unchecked, m),
+    ]
+    for build in consumers:
+        with pytest.raises(DataValidationError, match="not public") as err:
+            build()
+        assert err.value.field == "knowledge.invariant_totals"
+    with pytest.raises(DataValidationError) as err:
+        PublicKnowledge.from_region_totals(geo, np.ones(2), 1)
+    assert err.value.field == "region_totals"
+    kept = PublicKnowledge.from_region_totals(geo, leaked.invariant_totals, 2)
+    np.testing.assert_array_equal(kept.invariant_totals, [12, 8, 4])

@@ -1,0 +1,223 @@
+"""TopDown public knowledge (spec 1.5): what is released exactly and what every solve must respect.
+
+Node populations down to an invariant level (only those: the totals of deeper regions are
+computed from the confidential data and are not public), group-quarters (GQ) facts per
+leaf, structural zeros and linear edits, and the combination networks (spec 3.5) the GQ
+facts give every node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.hierarchy import Hierarchy
+
+__all__ = ["Edit", "FlowData", "GQKnowledge", "PublicKnowledge"]
+
+
+# ---------------------------------------------------------------------- public knowledge
+@dataclass(frozen=True)
+class Edit:
+    """A linear edit ``coef . h  op  0`` that every node histogram must satisfy (spec 1.5 items 4-6)."""
+
+    name: str
+    coef: np.ndarray
+    op: str = ">="
+
+    def __post_init__(self):
+        if self.op not in ("<=", ">=", "=="):
+            raise DataValidationError(f"edit {self.name!r}", f"op must be '<=', '>=' or '==', got {self.op!r}")
+
+    def holds(self, histograms: np.ndarray | sp.spmatrix, tol: float = 1e-9) -> np.ndarray:
+        """Whether each row histogram satisfies the edit (within ``tol``, for fractional solutions)."""
+        lhs = np.asarray(histograms @ self.coef).ravel()
+        return {"<=": lhs <= tol, ">=": lhs >= -tol, "==": np.abs(lhs) <= tol}[self.op]
+
+
+@dataclass(frozen=True)
+class FlowData:
+    """The combination network of one node (spec 3.5): what its histogram's GQ types must route to.
+
+    ``combos[c]`` is a support (bool over types); ``lower[c, g]`` the flow lower bound
+    ``f_{g,c}``; ``population[c]`` the fixed combination population ``N_c`` (or -1 when the
+    node lies below the invariant level and only the lower bounds bind).
+    """
+
+    combos: np.ndarray
+    lower: np.ndarray
+    population: np.ndarray
+
+    @classmethod
+    def from_units(cls, present: np.ndarray, lower: np.ndarray, totals=None) -> FlowData:
+        """Merge units (leaves, or total-invariant nodes) with the same support into
+        combinations: lower bounds and populations add up (exact, spec 3.5)."""
+        combos, combo_of = np.unique(np.asarray(present, dtype=bool), axis=0, return_inverse=True)
+        flow_lower = np.zeros((len(combos), combos.shape[1]), dtype=np.int64)
+        np.add.at(flow_lower, combo_of, np.asarray(lower, dtype=np.int64))
+        population = np.full(len(combos), -1, dtype=np.int64)
+        if totals is not None:
+            population[:] = 0
+            np.add.at(population, combo_of, np.asarray(totals, dtype=np.int64))
+        return cls(combos, flow_lower, population)
+
+    @property
+    def n_types(self) -> int:
+        return self.combos.shape[1]
+
+    @property
+    def type_minimum(self) -> np.ndarray:
+        """``gq_g``: the least population of every type."""
+        return self.lower.sum(axis=0)
+
+    @property
+    def fixed(self) -> bool:
+        return bool((self.population >= 0).all())
+
+    def arcs(self) -> list[tuple[int, int]]:
+        """Legal (type, combination) flow pairs ``E``."""
+        return [(int(g), int(c)) for c, g in zip(*np.nonzero(self.combos), strict=True)]
+
+
+@dataclass(frozen=True, eq=False)
+class GQKnowledge:
+    """Per-leaf group-quarters facts: which types are present and their population lower bounds.
+
+    ``cell_type[x]`` is the GQ type of cell ``x`` (household is one type); the types partition
+    the cells.  ``present`` and ``lower`` have one row per leaf, in the hierarchy's leaf order.
+    """
+
+    cell_type: np.ndarray
+    type_names: tuple[str, ...]
+    present: np.ndarray
+    lower: np.ndarray
+
+    def __post_init__(self):
+        n_types = len(self.type_names)
+        present = np.asarray(self.present)
+        if present.dtype != bool:
+            if not np.isin(present, (0, 1)).all():
+                raise DataValidationError("gq.present", "must be boolean (or 0/1)")
+            object.__setattr__(self, "present", present.astype(bool))
+        if self.present.shape != self.lower.shape or self.present.shape[1] != n_types:
+            raise DataValidationError("gq", f"present/lower must be (leaves, {n_types}), got {self.present.shape}")
+        if (self.lower < 0).any() or (self.lower[~self.present] != 0).any():
+            raise DataValidationError("gq", "lower bounds must be >= 0 and 0 for absent types")
+        if self.cell_type.min() < 0 or self.cell_type.max() >= n_types:
+            raise DataValidationError("gq", "cell_type must index the types")
+
+    @property
+    def n_types(self) -> int:
+        return len(self.type_names)
+
+    def type_matrix(self) -> sp.csr_matrix:
+        """``types x cells`` 0/1 matrix: row g sums the cells of type g."""
+        n = len(self.cell_type)
+        return sp.csr_matrix((np.ones(n), (self.cell_type, np.arange(n))), shape=(self.n_types, n))
+
+
+@dataclass(frozen=True, eq=False)
+class PublicKnowledge:
+    """What is public: node populations down to ``total_level``, GQ facts, zeros, edits.
+
+    ``invariant_totals`` holds the populations of the invariant regions only, those of levels
+    ``<= total_level`` (1 = the nation only; the leaf level = block totals).  They are the
+    first regions in hierarchy order, since every level is a contiguous slice.  The totals
+    of deeper regions are computed from the confidential data and are not public, so they
+    are kept nowhere here: :meth:`from_region_totals` drops them, :meth:`check` refuses them.
+    """
+
+    invariant_totals: np.ndarray
+    total_level: int
+    gq: GQKnowledge | None = None
+    structural_zeros: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    edits: tuple[Edit, ...] = ()
+
+    def __post_init__(self):
+        totals = np.asarray(self.invariant_totals)
+        if totals.ndim != 1 or (totals.size and not np.all(np.mod(totals, 1) == 0)):
+            raise DataValidationError("knowledge.invariant_totals", "must be a vector of integer populations")
+        object.__setattr__(self, "invariant_totals", totals.astype(np.int64))
+
+    @classmethod
+    def from_region_totals(cls, geography: Hierarchy, region_totals, total_level: int, **rest) -> PublicKnowledge:
+        """Keep the invariant totals of ``region_totals`` (one per region, hierarchy order) and
+        drop the others, which are not public."""
+        totals = np.asarray(region_totals)
+        if totals.shape != (geography.n_regions,):
+            raise DataValidationError("region_totals", f"need one per region ({geography.n_regions})")
+        return cls(totals[: _invariant_count(geography, total_level)], total_level, **rest)
+
+    def check(self, geography: Hierarchy) -> None:
+        """Refuse a ``total_level`` outside the geography and totals beyond the invariant regions."""
+        need = _invariant_count(geography, self.total_level)
+        if len(self.invariant_totals) != need:
+            raise DataValidationError(
+                "knowledge.invariant_totals",
+                f"need one per invariant region (levels <= {self.total_level}: {need}), got "
+                f"{len(self.invariant_totals)}; the totals of deeper regions are not public",
+            )
+
+    @property
+    def root_total(self) -> int:
+        """The population (always invariant)."""
+        return int(self.invariant_totals[0])
+
+    @property
+    def node_totals(self) -> np.ndarray:
+        """Former name of :attr:`invariant_totals` (only the invariant regions are held)."""
+        return self.invariant_totals
+
+    def invariant_total(self, geography: Hierarchy, node: int) -> int | None:
+        """The node's population if it is an invariant, else None."""
+        return int(self.invariant_totals[node]) if geography.level[node] <= self.total_level else None
+
+    def flow_data(self, geography: Hierarchy, node: int) -> FlowData | None:
+        """The combination network of ``node`` (spec 3.5 with erratum 8's total-invariant units)."""
+        if self.gq is None:
+            return None
+        leaves = _leaves_under(geography, node)
+        leaf_pos = np.searchsorted(geography.leaves, leaves)
+        present = self.gq.present[leaf_pos]
+        lower = self.gq.lower[leaf_pos]
+        if geography.level[node] <= self.total_level:
+            unit = _ancestor_at(geography, leaves, self.total_level)
+            totals = {u: int(self.invariant_totals[u]) for u in np.unique(unit)}
+        else:
+            unit = leaves
+            totals = None
+        keys, inverse = np.unique(unit, return_inverse=True)
+        unit_present = np.zeros((len(keys), self.gq.n_types), dtype=bool)
+        unit_lower = np.zeros((len(keys), self.gq.n_types), dtype=np.int64)
+        np.logical_or.at(unit_present, inverse, present)
+        np.add.at(unit_lower, inverse, lower)
+        return FlowData.from_units(unit_present, unit_lower, None if totals is None else [totals[k] for k in keys])
+
+
+def _invariant_count(geography: Hierarchy, total_level: int) -> int:
+    """How many regions have invariant totals: the levels ``1..total_level``."""
+    if not 1 <= total_level <= geography.n_levels:
+        raise DataValidationError("knowledge.total_level", f"must be in 1..{geography.n_levels}")
+    return int(geography.level_bounds[total_level])
+
+
+def _leaves_under(geography: Hierarchy, node: int) -> np.ndarray:
+    nodes = np.array([node])
+    leaves = []
+    while len(nodes):
+        leaves.append(nodes[geography.is_leaf[nodes]])
+        inner = nodes[~geography.is_leaf[nodes]]
+        nodes = np.concatenate([geography.children(i) for i in inner]) if len(inner) else np.empty(0, np.int64)
+    return np.sort(np.concatenate(leaves))
+
+
+def _ancestor_at(geography: Hierarchy, nodes: np.ndarray, level: int) -> np.ndarray:
+    out = nodes.copy()
+    while True:
+        deep = geography.level[out] > level
+        if not deep.any():
+            return out
+        out[deep] = geography.parent[out[deep]]
