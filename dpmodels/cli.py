@@ -8,6 +8,8 @@ dpmodels compare submodular [options]  greedy vs continuous greedy vs private al
 dpmodels compare facility [options]    private facility location vs MIP optimum vs LP bound over eps and n
 dpmodels bench pgsr|topdown|mdp|submodular|facility|noise [options]
                                        speed and memory bars, ratios measured in one run
+dpmodels release pgsr|topdown|facility [options]
+                                       a private release of your data files, with its JSON ledger
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dpmodels.core import bench as noise_bench
 from dpmodels.core.errors import DPModelsError
 from dpmodels.facility import bench as facility_bench
 from dpmodels.facility import compare as facility_compare
+from dpmodels.pgsr import release as pgsr_release
 from dpmodels.submodular import bench as submodular_bench
 from dpmodels.submodular import compare as submodular_compare
 
@@ -152,6 +155,10 @@ def _parser() -> argparse.ArgumentParser:
     submodular_bench.add_parser(bench_sub)
     facility_bench.add_parser(bench_sub)
     noise_bench.add_parser(bench_sub)
+
+    rel = sub.add_parser("release", help="private release of your data (secure exact noise, budget, ledger)")
+    rel_sub = rel.add_subparsers(dest="family", required=True)
+    pgsr_release.add_parser(rel_sub)
     return parser
 
 

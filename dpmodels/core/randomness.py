@@ -86,6 +86,7 @@ def release_rng(seed=None, *, not_private: bool = False) -> np.random.Generator:
         raise PrivacyParameterError(
             "seed",
             "a release on real data draws from the secure generator; a seeded output is not private. "
-            "Leave the seed out, or pass not_private=True for an experiment (the ledger will say so)",
+            "Leave the seed out, or declare the output not private (not_private=True, or --not-private on "
+            "the command line) for an experiment; the ledger will say so",
         )
     return make_rng(seed)

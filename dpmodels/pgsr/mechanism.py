@@ -42,7 +42,8 @@ from dpmodels.core.accounting import PrivacyLedger, split_budget
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.facade import solve
 from dpmodels.core.marker import get_marker
-from dpmodels.core.noise import as_epsilon, double_geometric, make_rng
+from dpmodels.core.noise import as_epsilon, double_geometric
+from dpmodels.core.randomness import describe, make_rng
 
 from .data import GroupSizeData, NoisyGroupSizes, chain_cumulative, cumulative
 from .models import build_cumulative_qip, build_hierarchical_qip, released_counts
@@ -75,7 +76,7 @@ def measure(
         raise DataValidationError("calibration", f"must be 'sound' or 'paper', got {calibration!r}")
     rng = make_rng(rng)
     h = data.hierarchy
-    ledger = PrivacyLedger()
+    ledger = PrivacyLedger(randomness=describe(rng))
     truth = {"counts": data.counts, "cumulative": cumulative(data.counts), "chain": chain_cumulative(h, data.counts)}
     if kind not in truth:
         raise DataValidationError("kind", f"must be 'counts', 'cumulative' or 'chain', got {kind!r}")
