@@ -59,7 +59,9 @@ class CGConfig(_CGConfig):
 class PrivateCGConfig(_CGConfig):
     def __init__(self, **kwds):
         super().__init__(**kwds)
-        self.epsilon = self.declare("epsilon", ConfigValue(default=None, description="the paper's input epsilon"))
+        self.epsilon = self.declare(
+            "epsilon", ConfigValue(default=None, description="the paper's input epsilon (finite, > 0)")
+        )
         self.algorithm = self.declare(
             "algorithm", ConfigValue(default="alg1", domain=In(["alg1", "alg2"]), description="Algorithm 1 or 2")
         )
@@ -128,7 +130,7 @@ class PrivateContinuousGreedySolver(StructureSolver):
             raise ModelStructureError("submodular_private_cg rounds by swap rounding (or none); pipage is not offered")
         if config.epsilon is None:
             raise PrivacyParameterError(
-                "epsilon", "submodular_private_cg needs epsilon (inf for the non-private limit)"
+                "epsilon", "submodular_private_cg needs a finite epsilon > 0 (submodular_cg is the non-private limit)"
             )
         eps = config.epsilon
         res = self.solve_data(

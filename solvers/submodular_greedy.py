@@ -45,7 +45,7 @@ class GreedyConfig(SolverConfig):
             "algorithm",
             ConfigValue(default=None, domain=In((None, *SET_ALGORITHMS, *K_ALGORITHMS)), description="which greedy"),
         )
-        self.epsilon = self.declare("epsilon", ConfigValue(default=None, description="input epsilon (private runs)"))
+        self.epsilon = self.declare("epsilon", ConfigValue(default=None, description="input epsilon, finite > 0"))
         self.seed = self.declare("seed", ConfigValue(default=None, description="seed of the mechanism streams"))
         self.gamma = self.declare("gamma", ConfigValue(default=0.1, description="failure probability of Alg. 4"))
 

@@ -10,7 +10,8 @@ Totals: basic composition, and the corrected advanced composition (A8): zCDP (Bu
 ``rho = sum eps_i^2 / 2``, ``eps = rho + 2 sqrt(rho ln(1/delta'))``) and Dwork-Rothblum-Vadhan
 (``eps0 sqrt(2k ln(1/delta')) + k eps0 (e^eps0 - 1)``); ``total`` reports the minimum valid bound.
 In private mode, a non-private component (greedy on private data, an LP on the private gradient,
-deterministic pipage rounding) is refused unless flagged as a diagnostic.
+deterministic pipage rounding) is refused unless flagged as a diagnostic, and so is a mechanism
+run at ``eps = inf`` (the exact argmax) or ``eps = 0`` (:func:`check_private_epsilon`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dpmodels.core.errors import PrivacyParameterError
 __all__ = [
     "NonPrivateComponentError",
     "check_epsilon",
+    "check_private_epsilon",
     "alg1_step_epsilon",
     "alg2_step_epsilon",
     "greedy_step_epsilon",
@@ -47,6 +49,23 @@ def check_epsilon(epsilon, field: str = "epsilon") -> float:
         raise PrivacyParameterError(field, f"must be a number, got {epsilon!r}") from err
     if math.isnan(eps) or eps < 0:
         raise PrivacyParameterError(field, f"must be >= 0 (0: uniform, inf: non-private), got {epsilon!r}")
+    return eps
+
+
+def check_private_epsilon(epsilon, private: bool, field: str = "epsilon") -> float:
+    """``epsilon`` of a mechanism run: a finite ``eps > 0`` when ``private``.
+
+    ``eps = inf`` is the exact argmax, a deterministic function of the data with no privacy at
+    all, and ``eps = 0`` ignores the data; both are limits for tests and diagnostics, so a private
+    run refuses them (NaN and negatives are refused everywhere by :func:`check_epsilon`)."""
+    eps = check_epsilon(epsilon, field)
+    if private and not 0 < eps < math.inf:
+        raise PrivacyParameterError(
+            field,
+            f"a private run needs a finite epsilon > 0, got {epsilon!r}; epsilon = inf (the exact argmax, "
+            "no privacy) and 0 are allowed only on a non-private path: diagnostic=True, or a "
+            "PrivacyAccountant(private=False)",
+        )
     return eps
 
 

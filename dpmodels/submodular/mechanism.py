@@ -2,10 +2,12 @@
 
 Every exponential mechanism (:mod:`.exponential`, whose ``em_probabilities`` and ``em_choice``
 are re-exported here) uses inverse temperature ``eps' = eps / (2 Delta)`` (Def 2.7) and is
-charged its exact per-step cost (spec 1.7) in a :class:`PrivacyAccountant`.  ``eps = inf`` is the
-argmax (lowest index on ties), ``eps = 0`` is uniform.  Data-independent randomness (gradient
-samples, Alg. 2 cover sub-samples, Alg. 4 subsets, rounding) comes from separate streams spawned
-from ``seed``; only the mechanism stream draws depend (through their probabilities) on the data.
+charged its exact per-step cost (spec 1.7) in a :class:`PrivacyAccountant`.  Runs are private
+unless flagged, so they need a finite ``eps > 0``; with ``diagnostic=True`` (or a non-private
+accountant) ``eps = inf`` is the argmax (lowest index on ties) and ``eps = 0`` is uniform.
+Data-independent randomness (gradient samples, Alg. 2 cover sub-samples, Alg. 4 subsets,
+rounding) comes from separate streams spawned from ``seed``; only the mechanism stream draws
+depend (through their probabilities) on the data.
 
 ``alg1_distribution`` and ``alg3_distribution`` enumerate the exact output distributions on tiny
 instances: the privacy audit of spec 8.2.2 compares them on neighbouring datasets.
@@ -26,6 +28,7 @@ from .accounting import (
     alg1_step_epsilon,
     alg2_step_epsilon,
     check_epsilon,
+    check_private_epsilon,
     greedy_step_epsilon,
 )
 from .algorithms import GreedyResult, _extensions, check_pair, gradient_oracle, k_extensions, swap_rounding
@@ -124,6 +127,17 @@ def _check_run(F: SetFunction, M: Matroid, epsilon, T, value_bound: float | None
     return eps, T
 
 
+def _run_ledger(epsilon, accountant, diagnostic: bool) -> tuple[float, PrivacyAccountant]:
+    """``(eps, accountant)`` of a mechanism run.  Private by default, so ``eps`` must be finite and
+    ``> 0``; ``diagnostic=True`` or a non-private ``accountant`` admits the limits ``inf`` (the
+    exact argmax) and ``0``, and the ledger records them as diagnostics."""
+    acc = accountant if accountant is not None else PrivacyAccountant(private=not diagnostic)
+    eps = check_private_epsilon(epsilon, private=acc.private and not diagnostic)
+    if not 0 < eps < math.inf:
+        acc.diagnostics.append(f"epsilon = {eps!r}: a non-private limit, not a private run")
+    return eps, acc
+
+
 def _check_finite_scale(F, M: Matroid, eps: float, value_bound: float | None = None) -> None:
     """Refuse up front a finite ``eps`` at which ``eps' = eps/(2 Delta)`` times the largest possible
     score overflows (review F3): the samplers would then raise, or return a wrong element, on some
@@ -147,7 +161,7 @@ def _check_finite_scale(F, M: Matroid, eps: float, value_bound: float | None = N
         raise PrivacyParameterError(
             "epsilon",
             "eps/(2 Delta) times the public score bound r M_F |E| overflows a float; "
-            "use a smaller epsilon, or epsilon=inf for the (non-private) argmax",
+            "use a smaller epsilon (epsilon=inf with diagnostic=True is the non-private argmax)",
         )
 
 
@@ -165,6 +179,7 @@ def private_continuous_greedy(
     rounding: str = "swap",
     seed=None,
     accountant: PrivacyAccountant | None = None,
+    diagnostic: bool = False,
 ) -> PrivateCGResult:
     """Algorithm 1: at each of ``T`` steps (default ``r``) an EM over the cover ``C`` with score
     ``<y, grad f(x)>`` and ``eps' = eps/(2 Delta)``, then ``x = (y_1 + ... + y_t) / T``; charged ``2 eps r`` per step.
@@ -174,8 +189,8 @@ def private_continuous_greedy(
     ``sqrt(r/m)``-cover of ``B(M)``), ``grid`` (the faithful certified cover, tiny instances) and
     ``explicit``.  Rounding: swap rounding of the bases (grid/explicit directions are first lifted to
     bases by the spec 6.3 LP, A3)."""
-    eps, T = _check_run(F, M, epsilon, T)
-    acc = accountant if accountant is not None else PrivacyAccountant(private=True)
+    eps, acc = _run_ledger(epsilon, accountant, diagnostic)
+    _, T = _check_run(F, M, eps, T)
     rngs = _streams(seed, ["em", "gradient", "rounding"])
     grad = gradient_oracle(F, gradient_mode, samples, rngs["gradient"])
     copies = _maurey_copies(cover, maurey_m)
@@ -400,20 +415,24 @@ def _uniform_cover_sample(M: Matroid, pts, N: int, rng) -> np.ndarray:
 # ----------------------------------------------------------------------------- greedy-type mechanisms
 
 
-def _greedy_mechanism_setup(F, M: Matroid, epsilon, accountant):
+def _greedy_mechanism_setup(F, M: Matroid, epsilon, accountant, diagnostic: bool = False):
     """Checks and state every greedy-type private mechanism starts from: ``(eps, accountant, beta)``."""
     check_pair(F, M)
-    eps = check_epsilon(epsilon)
+    eps, acc = _run_ledger(epsilon, accountant, diagnostic)
     _check_finite_scale(F, M, eps)
-    acc = accountant if accountant is not None else PrivacyAccountant(private=True)
     return eps, acc, _inv_temp(eps, F.sensitivity)
 
 
 def mitrovic_private_greedy(
-    F: SetFunction, M: Matroid, epsilon, seed=None, accountant: PrivacyAccountant | None = None
+    F: SetFunction,
+    M: Matroid,
+    epsilon,
+    seed=None,
+    accountant: PrivacyAccountant | None = None,
+    diagnostic: bool = False,
 ) -> GreedyResult:
     """Mitrovic et al.: ``r`` EM steps over the feasible ``e`` with score ``F(S + e) - F(S)``; ``eps`` per step."""
-    eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant)
+    eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant, diagnostic)
     rng = _streams(seed, ["em"])["em"]
     start = F.calls
     S = np.zeros(F.n, bool)
@@ -451,10 +470,15 @@ def _k_step(F: KSubmodularFunction, s, cand, beta, rng):
 
 
 def private_k_greedy(
-    F: KSubmodularFunction, M: Matroid, epsilon, seed=None, accountant: PrivacyAccountant | None = None
+    F: KSubmodularFunction,
+    M: Matroid,
+    epsilon,
+    seed=None,
+    accountant: PrivacyAccountant | None = None,
+    diagnostic: bool = False,
 ) -> GreedyResult:
     """Algorithm 3: ``r`` EM steps over ``Lambda(x) x [k]``; ``eps`` per step (cancellation), ``eps r`` total."""
-    eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant)
+    eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant, diagnostic)
     rng = _streams(seed, ["em"])["em"]
     start = F.calls
     s = np.zeros(F.n, dtype=np.int64)
@@ -486,12 +510,13 @@ def private_k_greedy_sampled(
     gamma: float = 0.1,
     seed=None,
     accountant: PrivacyAccountant | None = None,
+    diagnostic: bool = False,
 ) -> GreedyResult:
     """Algorithm 4: like Alg. 3 but over ``R cap Lambda`` for a uniform ``R`` of size ``s_t`` drawn from
     a data-independent stream; an empty intersection redraws ``R`` (counted in ``info``)."""
     if not 0 < gamma < 1:
         raise DataValidationError("gamma", f"the failure probability must be in (0, 1), got {gamma}")
-    eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant)
+    eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant, diagnostic)
     rngs = _streams(seed, ALG4_STREAMS)
     start = F.calls
     s = np.zeros(F.n, dtype=np.int64)
@@ -577,7 +602,7 @@ def _continuous_distribution(n: int, T: int, step) -> dict[tuple, float]:
 
 def alg3_distribution(F: KSubmodularFunction, M: Matroid, epsilon) -> dict[tuple, float]:
     """The exact distribution of the output ``x`` of Alg. 3 (tiny instances)."""
-    _, _, beta = _greedy_mechanism_setup(F, M, epsilon, None)
+    _, _, beta = _greedy_mechanism_setup(F, M, epsilon, None, diagnostic=True)  # an audit oracle, no release
     out: dict[tuple, float] = {}
 
     def walk(s, t, p):

@@ -103,38 +103,44 @@ def test_exact_privacy_audit_of_algorithm_3_on_example_2(ex2, eps, realised, mea
 def test_epsilon_infinity_equals_the_non_private_algorithms(trap, ex2):
     inst = instances.generate("submodular/coverage", seed=4, n=12, users=40, rank=3, matroid="partition", blocks=3)
     for F, M in ((trap.function, trap.matroid), (inst.function, inst.matroid)):
-        a = private_continuous_greedy(F, M, math.inf, T=5, seed=0, rounding="none")
+        a = private_continuous_greedy(F, M, math.inf, T=5, seed=0, rounding="none", diagnostic=True)
         b = continuous_greedy(F, M, T=5, rounding="none")
         assert np.allclose(a.x, b.x)
-        assert np.array_equal(mitrovic_private_greedy(F, M, math.inf).S, greedy(F, M).S)
-    small = private_continuous_greedy(trap.function, trap.matroid, math.inf, T=3, cover="grid", q=2, rounding="none")
+        assert np.array_equal(mitrovic_private_greedy(F, M, math.inf, diagnostic=True).S, greedy(F, M).S)
+    small = private_continuous_greedy(
+        trap.function, trap.matroid, math.inf, T=3, cover="grid", q=2, rounding="none", diagnostic=True
+    )
     assert np.allclose(small.x, continuous_greedy(trap.function, trap.matroid, T=3, rounding="none").x)
     assert np.array_equal(
-        private_k_greedy(ex2.function, ex2.matroid, math.inf).S, k_greedy(ex2.function, ex2.matroid).S
+        private_k_greedy(ex2.function, ex2.matroid, math.inf, diagnostic=True).S, k_greedy(ex2.function, ex2.matroid).S
     )
-    full = private_k_greedy_sampled(ex2.function, ex2.matroid, math.inf, gamma=1e-9)  # R = all free elements
+    # gamma = 1e-9: R = all free elements
+    full = private_k_greedy_sampled(ex2.function, ex2.matroid, math.inf, gamma=1e-9, diagnostic=True)
     assert np.array_equal(full.S, k_greedy(ex2.function, ex2.matroid).S)
 
 
 def test_epsilon_zero_is_uniform(trap, ex2):
+    """eps = 0 (a diagnostic limit: private runs refuse it) ignores the data."""
     draws = 600
-    firsts = [private_k_greedy(ex2.function, ex2.matroid, 0.0, seed=s).order[0] for s in range(draws)]
+    k3 = ex2.function, ex2.matroid
+    firsts = [private_k_greedy(*k3, 0.0, seed=s, diagnostic=True).order[0] for s in range(draws)]
     pairs = [(e, i) for e in range(3) for i in (1, 2)]
     counts = np.array([firsts.count(p) for p in pairs])
     assert chisquare(counts).pvalue > 1e-3
-    dirs = [
-        tuple(private_continuous_greedy(trap.function, trap.matroid, 0.0, T=1, seed=s, rounding="none").x)
-        for s in range(300)
-    ]
+    run = lambda s: private_continuous_greedy(  # noqa: E731
+        trap.function, trap.matroid, 0.0, T=1, seed=s, rounding="none", diagnostic=True
+    )
+    dirs = [tuple(run(s).x) for s in range(300)]
     assert chisquare([dirs.count((1.0, 0.0, 1.0)), dirs.count((0.0, 1.0, 1.0))]).pvalue > 1e-3
 
 
 def test_only_the_mechanism_draws_see_the_data(trap):
     """At eps = 0 the EM ignores the scores, so D and D' give identical runs from one seed
     (gradient samples, rounding are data-independent streams)."""
+    opts = {"gradient_mode": "sampled", "samples": 5, "diagnostic": True}
     for seed in range(5):
-        a = private_continuous_greedy(trap.function, trap.matroid, 0.0, seed=seed, gradient_mode="sampled", samples=5)
-        b = private_continuous_greedy(trap.neighbour, trap.matroid, 0.0, seed=seed, gradient_mode="sampled", samples=5)
+        a = private_continuous_greedy(trap.function, trap.matroid, 0.0, seed=seed, **opts)
+        b = private_continuous_greedy(trap.neighbour, trap.matroid, 0.0, seed=seed, **opts)
         assert np.array_equal(a.x, b.x) and np.array_equal(a.S, b.S)
 
 
@@ -207,7 +213,7 @@ def test_maurey_cover_and_budget_calibration(trap):
     assert M.contains(res.x) and M.is_independent(res.S) and res.S.sum() == M.r
     assert res.accountant.basic()[0] == pytest.approx(2 * 1.0 * 2 * 3)  # still 2 eps r per step
     assert all(np.allclose(4 * y, np.round(4 * y)) for y in res.directions)  # averages of 4 bases
-    inf = private_continuous_greedy(F, M, math.inf, T=3, cover="maurey", maurey_m=4, rounding="none")
+    inf = private_continuous_greedy(F, M, math.inf, T=3, cover="maurey", maurey_m=4, rounding="none", diagnostic=True)
     assert np.allclose(inf.x, continuous_greedy(F, M, T=3, rounding="none").x)
     with pytest.raises(DataValidationError, match="maurey_m"):
         private_continuous_greedy(F, M, 1.0, cover="maurey")
@@ -439,7 +445,7 @@ def test_algorithm_4_at_eps_inf_is_sampled_greedy_on_the_same_subsets():
                         best, pick = F(t_s) - F(s), (e, i)
             s[pick[0]] = pick[1]
         assert strict >= 1
-        res = private_k_greedy_sampled(F, M, math.inf, gamma=gamma, seed=seed)
+        res = private_k_greedy_sampled(F, M, math.inf, gamma=gamma, seed=seed, diagnostic=True)
         assert np.array_equal(res.S, s)
         differs += not np.array_equal(s, full)
     assert differs >= 2  # the subsets matter: these runs are not the full k-greedy
@@ -447,5 +453,5 @@ def test_algorithm_4_at_eps_inf_is_sampled_greedy_on_the_same_subsets():
 
 def test_algorithm_1_at_eps_inf_has_no_step_drift(trap):
     """Review F8: spec 8.4's T = 1000 row (1.9091); accumulating ``x + y/T`` drifted to 1.91."""
-    res = private_continuous_greedy(trap.function, trap.matroid, math.inf, T=1000, rounding="none")
+    res = private_continuous_greedy(trap.function, trap.matroid, math.inf, T=1000, rounding="none", diagnostic=True)
     assert res.value == pytest.approx(1.9091, abs=1e-9)
