@@ -1,12 +1,21 @@
-"""Metric-DP mechanisms and their audit: the exponential mechanism, the optimal LP mechanism,
-and the checks every perturbation matrix must pass (spec 7, 9.1).
+"""Metric-DP mechanisms and their audit: the exponential mechanism, the repair that makes any
+matrix an exactly eps-mDP mechanism, the exact ratio audit and the exact sampler (spec 7, 9.1).
 
-A perturbation matrix ``Z`` (N x K) is a mechanism: record ``r_i`` is reported as output
-``o_k`` with probability ``Z[i, k]``.  It is eps-mDP (w.r.t. the neighbour threshold) iff
-``Z[i, k] <= exp(eps d_ij) Z[j, k]`` for every neighbouring pair and output.
+A perturbation matrix ``Z`` (N x K, non-negative rows) is a mechanism: record ``r_i`` is
+reported as output ``o_k`` with probability ``Z[i, k] / sum_k Z[i, k]`` (the sampler draws
+exactly that).  It is eps-mDP iff ``Pr[o_k | r_i] <= exp(eps d_ij) Pr[o_k | r_j]`` for every
+neighbouring pair and output.  This is a *ratio*: ``Pr[o_k | r_j] = 0 < Pr[o_k | r_i]`` is an
+infinite privacy loss however small ``Pr[o_k | r_i]`` is.  LP solvers meet the rows
+``z_ik - exp(eps d_ij) z_jk <= 0`` only to an additive tolerance (HiGHS: 1e-7), so their raw
+matrices are not private; every matrix this library returns or samples from is repaired and
+passes :func:`is_exactly_mdp`, which proves each ratio in floating point with no tolerance.
 """
 
 from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from itertools import accumulate
 
 import numpy as np
 
@@ -19,25 +28,40 @@ __all__ = [
     "exponential_mechanism",
     "expected_loss",
     "row_sum_error",
+    "mdp_ratio_failures",
+    "max_privacy_loss",
     "max_mdp_violation",
+    "is_exactly_mdp",
+    "require_exact_mdp",
+    "max_additive_mdp_gap",
     "max_path_violation",
     "audit",
     "repair",
+    "exact_integer_weights",
+    "uniform_below",
+    "sample_proportional_exact",
     "sample_outputs",
 ]
+
+#: Relative allowance for the error of ``np.exp`` (a few ulps) in the lower bound on exp(eps d).
+EXP_ALLOWANCE = 2.0**-46
+#: Doublings of the repair's safety margin tried before falling back to the uniform mechanism.
+MARGIN_ROUNDS = 8
 
 
 def exponential_mechanism(instance: MDPInstance) -> np.ndarray:
     """Eq. 66: ``Z[i, k] ~ exp(-eps d(r_i, o_k) / 2)``, normalised per record (stable softmax).
 
-    eps-mDP for *all* pairs by the triangle inequality, hence feasible for the LP.
+    eps-mDP for *all* pairs in exact arithmetic (triangle inequality), hence feasible for the
+    LP; in floating point a tight ratio can be off by an ulp and ``exp`` underflows to 0 next
+    to a positive neighbour, so the softmax is passed through :func:`repair` (usually t = 0).
     """
     if instance.d_ro is None:
         raise DataValidationError("d_ro", "the exponential mechanism needs record-output distances")
     logits = -instance.epsilon * instance.d_ro / 2
     logits -= logits.max(axis=1, keepdims=True)
     z = np.exp(logits)
-    return z / z.sum(axis=1, keepdims=True)
+    return repair(instance, z / z.sum(axis=1, keepdims=True))[0]
 
 
 def expected_loss(instance: MDPInstance, z: np.ndarray) -> float:
@@ -51,9 +75,116 @@ def row_sum_error(z: np.ndarray) -> float:
     return float(max(np.abs(z.sum(axis=1) - 1).max(), max(0.0, -z.min())))
 
 
-def max_mdp_violation(instance: MDPInstance, z: np.ndarray, relative: bool = True) -> float:
-    """Largest ``Z[i, k] - exp(eps d_ij) Z[j, k]`` over neighbouring pairs; ``relative`` divides by
-    ``exp(eps d_ij)`` (the scale of the row, spec 9.1 item 2)."""
+# ---------------------------------------------------------------------- the exact ratio audit
+def _as_matrix(instance: MDPInstance, z, field: str = "z") -> np.ndarray:
+    z = np.asarray(z, dtype=np.float64)
+    if z.shape != (instance.N, instance.K):
+        raise DataValidationError(field, f"must be N x K = {instance.N} x {instance.K}, got shape {z.shape}")
+    return z
+
+
+def _coef_lower(instance: MDPInstance) -> np.ndarray:
+    """Per pair a float ``<= exp(eps d_ij)`` in real arithmetic: ``eps d`` rounded down, ``exp``
+    allowed ``EXP_ALLOWANCE`` relative error, the product rounded down; exactly 1 when eps d = 0."""
+    x = instance.epsilon * instance.graph.dist
+    with np.errstate(over="ignore"):
+        c = np.nextafter(np.exp(np.nextafter(x, 0.0)) * (1.0 - EXP_ALLOWANCE), 0.0)
+    return np.where(x == 0, 1.0, c)
+
+
+def _row_sums(z: np.ndarray) -> np.ndarray:
+    """Correctly rounded row sums (``math.fsum``): the true sum is within half an ulp."""
+    return np.array([math.fsum(row) for row in z.tolist()], dtype=np.float64)
+
+
+def mdp_ratio_failures(instance: MDPInstance, z) -> np.ndarray:
+    """``(pairs x K)`` mask of the ratios this check cannot *prove*:
+    ``Z[i, k] / S_i <= exp(eps d_ij) Z[j, k] / S_j`` in real arithmetic (``S`` = row sums, the
+    normalisation the sampler applies).  Every float operation on the right-hand side is
+    rounded towards 0, so a pass is a proof; there is no tolerance, and ``Z[j, k] = 0 < Z[i, k]``
+    always fails.  Rows that are bitwise identical are the same distribution and pass."""
+    g = instance.graph
+    z = _as_matrix(instance, z)
+    if g.n_pairs == 0:
+        return np.zeros((0, instance.K), dtype=bool)
+    s = _row_sums(z)
+    lo, hi = np.nextafter(s, -np.inf), np.nextafter(s, np.inf)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio = np.nextafter(lo[g.src] / hi[g.dst], 0.0)  # <= S_i / S_j
+        scale = np.nextafter(_coef_lower(instance) * ratio, 0.0)
+        rhs = np.nextafter(scale[:, None] * z[g.dst], 0.0)
+    rhs = np.where(z[g.dst] > 0, rhs, 0.0)  # inf * 0 is nan: the bound there is 0
+    same = (z[g.src] == z[g.dst]).all(axis=1)
+    return ~(z[g.src] <= rhs) & ~same[:, None]
+
+
+def _pair_losses(instance: MDPInstance, z: np.ndarray) -> np.ndarray:
+    """``(pairs x K)`` privacy losses ``log(Pr[o_k | r_i] / Pr[o_k | r_j]) / d_ij`` (float
+    estimates; ``inf`` where ``Z[j, k] = 0 < Z[i, k]``, ``-inf`` where ``Z[i, k] = 0``)."""
+    g = instance.graph
+    s = _row_sums(z)
+    zi, zj = z[g.src], z[g.dst]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_ratio = np.log(zi) - np.log(zj) + (np.log(s[g.dst]) - np.log(s[g.src]))[:, None]
+        log_ratio = np.where(zi > 0, log_ratio, -np.inf)
+        same = (zi == zj).all(axis=1)
+        log_ratio = np.where(same[:, None] & (zi > 0), 0.0, log_ratio)
+        dist = g.dist[:, None]
+        loss = np.where(dist > 0, log_ratio / dist, np.where(log_ratio > 0, np.inf, np.minimum(log_ratio, 0.0)))
+    return loss
+
+
+def max_privacy_loss(instance: MDPInstance, z) -> float:
+    """``max log(Pr[o_k | r_i] / Pr[o_k | r_j]) / d_ij`` over neighbouring pairs and outputs, in
+    the units of eps (eps-mDP iff it is <= eps); ``inf`` when the supports of neighbours differ.
+    A float estimate for reports; :func:`mdp_ratio_failures` is the proof."""
+    z = _as_matrix(instance, z)
+    if instance.graph.n_pairs == 0:
+        return 0.0
+    return float(max(0.0, _pair_losses(instance, z).max()))
+
+
+def max_mdp_violation(instance: MDPInstance, z) -> float:
+    """Excess privacy loss relative to eps, ``max privacy loss / eps - 1`` over the ratios that
+    fail :func:`mdp_ratio_failures`: exactly 0.0 iff every ratio is proven, ``inf`` when the
+    supports differ, and at least 2**-52 (the float resolution) for any unproven ratio."""
+    z = _as_matrix(instance, z)
+    fail = mdp_ratio_failures(instance, z)
+    if not fail.any():
+        return 0.0
+    worst = _pair_losses(instance, z)[fail].max() / instance.epsilon - 1.0
+    return float(max(worst, np.finfo(np.float64).eps))
+
+
+def is_exactly_mdp(instance: MDPInstance, z) -> bool:
+    """``Z`` is a mechanism (finite, non-negative, no empty row) and every ratio is proven."""
+    z = _as_matrix(instance, z)
+    if not np.isfinite(z).all() or (z < 0).any() or (z.sum(axis=1) <= 0).any():
+        return False
+    return not mdp_ratio_failures(instance, z).any()
+
+
+def require_exact_mdp(instance: MDPInstance, z, field: str = "z") -> np.ndarray:
+    """``Z`` as a float array if :func:`is_exactly_mdp`, else a ``DataValidationError`` naming
+    ``field``: a matrix that is not private is refused, not used."""
+    arr = _as_matrix(instance, z, field)
+    if is_exactly_mdp(instance, arr):
+        return arr
+    if not np.isfinite(arr).all() or (arr < 0).any() or (arr.sum(axis=1) <= 0).any():
+        raise DataValidationError(field, "is not a mechanism (NaN, infinite or negative entries, or an empty row)")
+    fails = int(mdp_ratio_failures(instance, arr).sum())
+    loss = max_privacy_loss(instance, arr)
+    raise DataValidationError(
+        field,
+        f"is not exactly eps-mDP: {fails} neighbour ratios exceed exp(eps d) (max privacy loss "
+        f"{loss:.6g} = {loss / instance.epsilon:.6g} x eps); make it private with mechanism.repair",
+    )
+
+
+def max_additive_mdp_gap(instance: MDPInstance, z, relative: bool = True) -> float:
+    """Diagnostic only, *not* a privacy check: the largest additive row residual
+    ``Z[i, k] - exp(eps d_ij) Z[j, k]`` (divided by ``exp(eps d_ij)`` with ``relative``), i.e.
+    how well a solver met its LP rows.  ``1.5e-8 - e^18 * 0`` is tiny here and infinite loss."""
     g = instance.graph
     z = np.asarray(z)
     if g.n_pairs == 0:
@@ -65,7 +196,8 @@ def max_mdp_violation(instance: MDPInstance, z: np.ndarray, relative: bool = Tru
 
 
 def max_path_violation(instance: MDPInstance, z: np.ndarray) -> float:
-    """Property 3.2 check: largest ``Z[i, k] - exp(eps D_ij) Z[j, k]`` over connected pairs, relative."""
+    """Property 3.2 diagnostic (additive, relative): largest ``Z[i, k] - exp(eps D_ij) Z[j, k]``
+    over connected pairs, divided by ``exp(eps D_ij)``."""
     dist = instance.graph.shortest_paths()
     z = np.asarray(z)
     worst = 0.0
@@ -81,46 +213,157 @@ def max_path_violation(instance: MDPInstance, z: np.ndarray) -> float:
 
 
 def audit(instance: MDPInstance, z: np.ndarray) -> dict:
-    """Loss and the violations of spec 9.1 items 1-2 for a perturbation matrix."""
+    """Loss, stochasticity and the exact privacy audit of a perturbation matrix (spec 9.1).
+
+    ``exactly mDP`` is the proof of :func:`is_exactly_mdp`; ``max privacy loss / eps`` is
+    <= 1 for a private matrix and ``inf`` when neighbours' supports differ; ``max mDP violation
+    (relative)`` is :func:`max_mdp_violation` (0.0 iff exactly mDP); ``mDP ratio failures``
+    counts the unproven ratios.
+    """
     return {
         "expected loss": expected_loss(instance, z),
         "row-sum error": row_sum_error(z),
+        "exactly mDP": is_exactly_mdp(instance, z),
+        "max privacy loss / eps": max_privacy_loss(instance, z) / instance.epsilon,
         "max mDP violation (relative)": max_mdp_violation(instance, z),
+        "mDP ratio failures": int(mdp_ratio_failures(instance, z).sum()),
     }
+
+
+# ---------------------------------------------------------------------- repair
+def _stochastic(instance: MDPInstance, z) -> np.ndarray:
+    """``z`` clipped at 0, empty rows made uniform, rows normalised unless already within 1e-12."""
+    z = _as_matrix(instance, z)
+    if not np.isfinite(z).all():
+        raise DataValidationError("z", "has NaN or infinite entries; there is no mechanism to repair")
+    z = np.maximum(z, 0.0)
+    sums = z.sum(axis=1, keepdims=True)
+    if (sums <= 0).any():
+        z = np.where(sums > 0, z, 1.0 / instance.K)
+        sums = z.sum(axis=1, keepdims=True)
+    return z / sums if np.abs(sums - 1.0).max() > 1e-12 else z
+
+
+def _mixing_weight(instance: MDPInstance, z: np.ndarray, margin: float) -> float:
+    """Least ``t`` with ``(1 - t) z + t / K`` meeting every row with ``exp(eps d) (1 - margin)``:
+    the uniform mechanism has slack ``(exp(eps d)(1 - margin) - 1) / K`` in every such row, so
+    ``t`` is proportional to the largest violation (1 where that slack is 0: distance 0)."""
+    g = instance.graph
+    coef = g.coef * (1.0 - margin)
+    excess = z[g.src] - coef[:, None] * z[g.dst]
+    pair, _ = np.nonzero(excess > 0)
+    if len(pair) == 0:
+        return 0.0
+    over = excess[excess > 0]
+    slack = (np.maximum(coef[pair], 1.0) - 1.0) / instance.K
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = np.where(slack > 0, over / (over + slack), 1.0).max()
+    return float(min(1.0, need * (1 + 1e-6) + 1e-15))
 
 
 def repair(instance: MDPInstance, z: np.ndarray) -> tuple[np.ndarray, float]:
     """An exactly eps-mDP mechanism near ``z`` and the weight ``t`` of the uniform mechanism in it.
 
-    ``z`` is clipped at 0 and made row-stochastic; then ``(1 - t) z + t / K`` with the least
-    ``t`` for which every mDP row of the original graph holds: the uniform mechanism has slack
-    ``(exp(eps d) - 1) / K`` in every row, so ``t`` is proportional to the largest violation.
+    ``z`` is clipped at 0 and made row-stochastic; if it then passes :func:`is_exactly_mdp` it
+    is returned with ``t = 0``.  Otherwise ``(1 - t) z + t / K`` with the least ``t`` that meets
+    every mDP row with a safety margin, ``exp(eps d)(1 - margin)``, so that the ratios still
+    hold after the rounding of the mix and of the row normalisation the sampler applies; the
+    result is re-checked by the exact audit and the margin grown until it passes (the uniform
+    mechanism, ``t = 1``, always does).  Mixing keeps the loss within ``t`` of the input's.
     """
-    g = instance.graph
-    K = instance.K
-    z = np.maximum(np.asarray(z, dtype=np.float64), 0.0)
-    sums = z.sum(axis=1, keepdims=True)
-    if (sums <= 0).any():
-        z = np.where(sums > 0, z, 1.0 / K)
-        sums = z.sum(axis=1, keepdims=True)
-    z = z / sums
-    if g.n_pairs == 0:
+    z = _stochastic(instance, z)
+    if instance.graph.n_pairs == 0 or is_exactly_mdp(instance, z):
         return z, 0.0
-    excess = z[g.src] - g.coef[:, None] * z[g.dst]  # > 0: violated
-    pair, _ = np.nonzero(excess > 0)
-    if len(pair) == 0:
-        return z, 0.0
-    over = excess[excess > 0]
-    need = float((over / (over + (g.coef[pair] - 1.0) / K)).max())  # slack 0 (records at distance 0): t = 1
-    t = min(1.0, need * (1 + 1e-6) + 1e-15)
-    return (1 - t) * z + t / K, float(t)
+    margin = (instance.K + 16) * 2.0**-48
+    for _ in range(MARGIN_ROUNDS):
+        t = _mixing_weight(instance, z, margin)
+        if t >= 1.0:
+            break
+        mixed = (1.0 - t) * z + t / instance.K
+        if is_exactly_mdp(instance, mixed):
+            return mixed, t
+        margin *= 64.0
+    return np.full((instance.N, instance.K), 1.0 / instance.K), 1.0
 
 
-def sample_outputs(z: np.ndarray, records, rng=None) -> np.ndarray:
-    """Perturb ``records`` (indices) with mechanism ``Z``: one output index per record."""
-    z = np.asarray(z)
+# ---------------------------------------------------------------------- exact sampling
+def exact_integer_weights(weights) -> tuple[list[int], int]:
+    """Integers ``n_k`` and an exponent ``e`` with ``weights[k] == n_k * 2**e`` exactly.
+
+    Every finite float is a dyadic rational ``p / 2**b`` (``float.as_integer_ratio``); putting
+    the vector on the common denominator ``2**max(b)`` makes the probabilities
+    ``n_k / sum(n)`` exact rationals, however far apart the weights' magnitudes are.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 1 or w.size == 0:
+        raise DataValidationError("weights", f"must be a non-empty vector, got shape {w.shape}")
+    if not np.isfinite(w).all() or (w < 0).any() or not (w > 0).any():
+        raise DataValidationError("weights", "must be finite and non-negative with a positive entry")
+    ratios = [x.as_integer_ratio() for x in w.tolist()]
+    bits = [q.bit_length() - 1 for _, q in ratios]
+    top = max(bits)
+    return [p << (top - b) for (p, _), b in zip(ratios, bits, strict=True)], -top
+
+
+def _require_generator(rng) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise DataValidationError("rng", f"must be a numpy.random.Generator, got {type(rng).__name__}")
+    return rng
+
+
+def uniform_below(n: int, rng: np.random.Generator) -> int:
+    """An exactly uniform integer in ``[0, n)``: ``rng.integers`` (unbiased) below 2**63,
+    otherwise ``bit_length(n - 1)`` random bits from ``rng.bytes`` with rejection (accepts
+    with probability > 1/2)."""
+    n = int(n)
+    if n < 1:
+        raise DataValidationError("n", f"must be a positive integer, got {n}")
+    rng = _require_generator(rng)
+    if n < 2**63:
+        return int(rng.integers(0, n, dtype=np.int64))
+    bits = (n - 1).bit_length()
+    mask = (1 << bits) - 1
+    while True:
+        x = int.from_bytes(rng.bytes((bits + 7) // 8), "little") & mask
+        if x < n:
+            return x
+
+
+def sample_proportional_exact(weights, rng: np.random.Generator, size: int | None = None):
+    """Index ``k`` drawn with probability *exactly* ``weights[k] / sum(weights)``.
+
+    The floats are converted exactly to integers on a common power of two
+    (:func:`exact_integer_weights`), a uniform integer below their total is drawn exactly
+    from ``rng`` (:func:`uniform_below`), and located in the cumulative integer sums.  No
+    float inverse CDF: a weight of 0 is never drawn and a weight of 2**-1000 beside 1.0 has
+    probability 1 / (2**1000 + 1).  Returns an int, or an array of ``size`` draws.
+    """
+    rng = _require_generator(rng)
+    ints, _ = exact_integer_weights(weights)
+    cum = list(accumulate(ints))
+    total, n = cum[-1], 1 if size is None else int(size)
+    if total < 2**63:
+        u = rng.integers(0, total, size=n, dtype=np.int64)
+        idx = np.searchsorted(np.array(cum, dtype=np.int64), u, side="right")
+    else:
+        idx = np.array([bisect_right(cum, uniform_below(total, rng)) for _ in range(n)], dtype=np.intp)
+    return int(idx[0]) if size is None else idx
+
+
+def sample_outputs(instance: MDPInstance, z: np.ndarray, records, rng=None) -> np.ndarray:
+    """Perturb ``records`` (indices) with mechanism ``Z``: one output index per record.
+
+    ``Z`` is refused unless it passes the exact ratio audit (:func:`require_exact_mdp`); each
+    output is drawn exactly from its record's row (:func:`sample_proportional_exact`).  ``rng``
+    is a numpy Generator or a seed (None: fresh OS entropy).
+    """
+    z = require_exact_mdp(instance, z)
     rng = make_rng(rng)
-    records = np.atleast_1d(records)
-    cum = np.cumsum(z[records], axis=1)
-    u = rng.random(len(records))[:, None] * cum[:, -1:]
-    return (cum < u).sum(axis=1)
+    records = np.atleast_1d(np.asarray(records))
+    if records.dtype.kind not in "iu" or (records.size and (records.min() < 0 or records.max() >= instance.N)):
+        raise DataValidationError("records", f"must be record indices in 0..{instance.N - 1}")
+    out = np.empty(len(records), dtype=np.intp)
+    for r in np.unique(records):
+        where = np.flatnonzero(records == r)
+        out[where] = sample_proportional_exact(z[r], rng, size=len(where))
+    return out

@@ -18,10 +18,12 @@ from __future__ import annotations
 import numpy as np
 import pyomo.environ as pyo
 
+from dpmodels.core.errors import DataValidationError
 from dpmodels.core.marker import attach_marker
 
 from .benders import master_init_cuts
 from .data import MDPInstance, Partition
+from .mechanism import repair
 
 __all__ = [
     "build_full_lp",
@@ -205,9 +207,21 @@ def cut_from_duals(sub_model, duals) -> tuple[float, dict]:
     return float(const), coeff
 
 
-def perturbation_matrix(model, instance: MDPInstance) -> np.ndarray:
-    """The solved ``z`` of a full-LP model as an N x K array."""
+def perturbation_matrix(model, instance: MDPInstance, *, raw: bool = False) -> np.ndarray:
+    """The solved ``z`` of a full-LP model as an N x K array, repaired to an exactly eps-mDP
+    mechanism (:func:`~dpmodels.metricdp.mechanism.repair`; a no-op for the already repaired
+    matrices of ``mdp_benders`` and ``mdp_ipm``).
+
+    ``raw=True`` returns the solver's values as loaded, which are **not private**: LP solvers
+    meet the mDP rows only to an additive tolerance, and HiGHS leaves entries ``z_ik ~ 1e-8``
+    beside a neighbour's ``z_jk = 0`` (an infinite privacy loss).  Use it only to inspect the
+    solver's answer.
+    """
     z = np.zeros((instance.N, instance.K))
+    if len(model.z) != z.size:
+        raise DataValidationError("model", f"z has {len(model.z)} entries, the instance needs N x K = {z.size}")
     for (i, k), v in model.z.items():
-        z[i, k] = pyo.value(v)
-    return z
+        if v.value is None:
+            raise DataValidationError("model", f"z[{i}, {k}] has no value: solve the model first")
+        z[i, k] = v.value
+    return z if raw else repair(instance, z)[0]
