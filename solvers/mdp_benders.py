@@ -4,8 +4,9 @@
 the model built by :func:`~dpmodels.metricdp.models.build_full_lp` over a record partition:
 a persistent HiGHS master over the boundary records, one subproblem per block, multi-cut,
 the subproblem solves of an iteration through ``executor``.  The incumbent (best upper
-bound) is loaded into the model; the last lower bound is the ``objective_bound``; the
-per-iteration history is ``results.extra_info.history``.
+bound, repaired to an exactly eps-mDP mechanism and re-audited) is loaded into the model;
+the last lower bound is the ``objective_bound``; the per-iteration history is
+``results.extra_info.history``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pyomo.contrib.solver.common.results import TerminationCondition
 
 from dpmodels.core.errors import ModelStructureError
 from dpmodels.metricdp.benders import benders
+from dpmodels.metricdp.mechanism import require_exact_mdp
 from dpmodels.metricdp.partition import partition as make_partition
 
 from .base import StructureSolution, StructureSolver
@@ -84,7 +86,7 @@ class MDPBendersSolver(StructureSolver):
             stabilize=config.stabilize,
             executor=config.executor,
         )
-        return mdp_solution(res, extra=dict(res.info, first_feasible=res.first_feasible))
+        return mdp_solution(instance, res, extra=dict(res.info, first_feasible=res.first_feasible))
 
 
 #: Statuses of both mDP algorithms as Pyomo terminations.
@@ -108,9 +110,12 @@ def exact_instance(marker, solver: str):
     return marker.data["instance"]
 
 
-def mdp_solution(res, extra: dict) -> StructureSolution:
-    """A Benders or IPM result (certified incumbent, bound, history) as a StructureSolution."""
-    values = {"z": res.z} if res.z is not None else {}
+def mdp_solution(instance, res, extra: dict) -> StructureSolution:
+    """A Benders or IPM result (certified incumbent, bound, history) as a StructureSolution.
+
+    The incumbent is loaded only if it passes the exact ratio audit (both algorithms repair it;
+    this refuses, rather than loads, a matrix that is not eps-mDP)."""
+    values = {"z": require_exact_mdp(instance, res.z, "incumbent z")} if res.z is not None else {}
     info = dict(extra, history=res.history, iterations=res.iterations, status=res.status)
     objective = res.upper_bound if res.z is not None else None
     return StructureSolution(values, objective, TERMINATION[res.status], bound=res.lower_bound, info=info)

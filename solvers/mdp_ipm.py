@@ -3,8 +3,9 @@
 ``SolverFactory('mdp_ipm').solve(full_model, gap=1e-3)`` solves the model built by
 :func:`~dpmodels.metricdp.models.build_full_lp` with the block-angular interior-point
 decomposition of :mod:`dpmodels.metricdp.ipm`: one N x N block per output, coordinated by the
-N row sums through their Schur complement.  The loaded mechanism is exactly eps-mDP (repaired
-and re-checked against every original row); ``objective_bound`` is a certified lower bound.
+N row sums through their Schur complement.  The loaded mechanism is exactly eps-mDP (repaired,
+and refused unless every neighbour ratio passes the exact audit); ``objective_bound`` is a
+certified lower bound.
 """
 
 from __future__ import annotations
@@ -50,12 +51,13 @@ class MDPIPMSolver(StructureSolver):
         return structured_ipm(instance, **options)
 
     def _solve_marker(self, marker, config) -> StructureSolution:
+        instance = exact_instance(marker, self.name)
         res = self.solve_data(
-            exact_instance(marker, self.name),
+            instance,
             gap=config.gap,
             max_iter=config.max_iter,
             time_limit=config.time_limit,
             presolve=config.presolve,
             progress=config.progress,
         )
-        return mdp_solution(res, extra=res.info)
+        return mdp_solution(instance, res, extra=res.info)
