@@ -27,7 +27,8 @@ def small_run(small):
 
 def test_release_satisfies_every_public_constraint(small, small_run):
     result, _ = small_run
-    assert all(v == 0 for v in result.checks.values()), result.checks
+    checks = {k: v for k, v in result.checks.items() if k != "edit violations"}
+    assert all(v == 0 for v in checks.values()), result.checks
     counts = result.node_counts.toarray()
     geo = small.geography
     assert np.issubdtype(counts.dtype, np.integer) and (counts >= 0).all()
@@ -35,8 +36,21 @@ def test_release_satisfies_every_public_constraint(small, small_run):
     states = geo.level <= small.knowledge.total_level
     np.testing.assert_array_equal(counts.sum(axis=1)[states], small.knowledge.invariant_totals)
     assert counts[:, small.knowledge.structural_zeros].sum() == 0
+    # edits hold except below a parent whose rounding was infeasible with them and was redone
+    # without them (the logged fallback of spec 6.3 item 15); whether that happens depends on the noise
+    final = result.log[result.log.stage == "L1"].groupby("node").tail(1)
+    dropped = set(final.loc[final.edits.eq(False), "node"])
     for edit in small.knowledge.edits:
-        assert edit.holds(counts[geo.leaves]).all()
+        for leaf in geo.leaves[~edit.holds(counts[geo.leaves])]:
+            assert _ancestors(geo, leaf) & dropped, geo.names[leaf]
+
+
+def _ancestors(geo, node) -> set[str]:
+    out = set()
+    while geo.parent[node] >= 0:
+        node = geo.parent[node]
+        out.add(geo.names[node])
+    return out
 
 
 def test_release_as_microdata(small, small_run):
