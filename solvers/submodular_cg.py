@@ -76,7 +76,7 @@ def _solution(res, rounded: bool) -> StructureSolution:
         values, objective = res.S.astype(float), res.rounded_value
     else:
         values, objective = res.x, res.value
-    info = {"x": res.x.tolist(), "calls": res.calls, "relaxed_value": res.value}
+    info = {"x": res.x.tolist(), "calls": res.calls, "true relaxed value (diagnostic)": res.value}
     return StructureSolution(
         {"y": values}, objective, TerminationCondition.convergenceCriteriaSatisfied, exact=False, info=info
     )
@@ -112,8 +112,9 @@ class PrivateContinuousGreedySolver(StructureSolver):
     """Algorithm 1 (or 2) on the multilinear relaxation; the privacy summary is in ``extra_info``.
 
     Only the point ``x_T`` and the rounded set ``S`` are private outputs.  The reported objective
-    (``F_D(S)`` or ``f_D(x_T)``) and ``relaxed_value`` are evaluation diagnostics computed on the
-    private data: they are not covered by the privacy accounting and must not be released."""
+    (``F_D(S)`` or ``f_D(x_T)``) and ``extra_info["true relaxed value (diagnostic)"]`` are evaluation
+    diagnostics computed on the private data: they are not covered by the privacy accounting and
+    must not be released."""
 
     CONFIG = PrivateCGConfig()
     formulations = frozenset({"submodular.multilinear"})

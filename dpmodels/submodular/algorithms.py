@@ -19,6 +19,7 @@ from .accounting import PrivacyAccountant
 from .data import KSubmodularFunction, SetFunction
 from .matroids import Matroid, PartitionMatroid, UniformMatroid
 from .multilinear import SampledGradient, gradient, has_closed_form, multilinear
+from .results import GreedyRelease, TrueDataDiagnostics, as_tuple, epsilon_spent
 
 __all__ = [
     "check_pair",
@@ -48,14 +49,28 @@ def _guard(accountant: PrivacyAccountant | None, component: str, diagnostic: boo
 
 @dataclass
 class GreedyResult:
-    """A set (mask) with its value and the oracle calls it took."""
+    """A set (mask) or k-vector, the order it was built in and the oracle calls it took.
+
+    :attr:`release` is what a private run publishes.  ``diagnostics`` holds ``F_D(S)``, evaluated
+    on the true data: a report, never part of the release (``value`` is its read-only alias)."""
 
     S: np.ndarray
-    value: float
+    diagnostics: TrueDataDiagnostics
     calls: int
     order: list = field(default_factory=list)
     accountant: PrivacyAccountant | None = None
     info: dict = field(default_factory=dict)
+
+    @property
+    def value(self) -> float:
+        """``F_D(S)`` on the true data: a diagnostic (``diagnostics.value``), not a private output."""
+        return self.diagnostics.value
+
+    @property
+    def release(self) -> GreedyRelease:
+        """The published output: ``S``, the order of the choices and the epsilon charged."""
+        order = tuple(tuple(int(v) for v in o) if isinstance(o, tuple) else int(o) for o in self.order)
+        return GreedyRelease(as_tuple(self.S), order, epsilon_spent(self.accountant))
 
 
 def greedy(F: SetFunction, M: Matroid, accountant=None, diagnostic: bool = False) -> GreedyResult:
@@ -78,7 +93,7 @@ def greedy(F: SetFunction, M: Matroid, accountant=None, diagnostic: bool = False
         S[best] = True
         order.append(best)
         current = best_value
-    return GreedyResult(S, current, F.calls - start, order)
+    return GreedyResult(S, TrueDataDiagnostics(current), F.calls - start, order)
 
 
 def _extensions(M: Matroid, S: np.ndarray) -> list[int]:
@@ -302,7 +317,7 @@ def k_greedy(F: KSubmodularFunction, M: Matroid, accountant=None, diagnostic: bo
         s[best[0]] = best[1]
         order.append(best)
         current = best_value
-    return GreedyResult(s, current, F.calls - start, order)
+    return GreedyResult(s, TrueDataDiagnostics(current), F.calls - start, order)
 
 
 def k_brute_force_opt(F: KSubmodularFunction, M: Matroid) -> tuple[float, np.ndarray]:

@@ -36,6 +36,7 @@ from .data import KSubmodularFunction, SetFunction
 from .exponential import _inv_temp, centred_logits, em_choice, em_probabilities
 from .matroids import Matroid
 from .multilinear import gradient, has_closed_form, multilinear
+from .results import ContinuousRelease, TrueDataDiagnostics, as_tuple, epsilon_spent
 
 __all__ = [
     "em_probabilities",
@@ -102,19 +103,29 @@ def _cover_points(M: Matroid, cover: str, q, points) -> np.ndarray | None:
 class PrivateCGResult:
     """``x_T``, the directions, the rounded set, the accountant and counters of Alg. 1 / Alg. 2.
 
-    The private outputs are ``x``, ``directions`` and ``S``.  ``value = f_D(x_T)`` and
-    ``rounded_value = F_D(S)`` are evaluation diagnostics computed on the private data: report them
-    in experiments, never release them as part of the private output."""
+    :attr:`release` holds the private outputs ``x``, ``directions`` and ``S``.  ``diagnostics``
+    holds ``f_D(x_T)`` and ``F_D(S)``, evaluated on the true data: report them in experiments,
+    never release them (``value`` and ``rounded_value`` are their read-only aliases)."""
 
     x: np.ndarray
     directions: list
-    value: float
     S: np.ndarray | None
-    rounded_value: float | None
+    diagnostics: TrueDataDiagnostics
     accountant: PrivacyAccountant
     calls: int
     score_evaluations: int
     info: dict = field(default_factory=dict)
+
+    value = property(lambda self: self.diagnostics.value, doc="``f_D(x_T)`` on the true data (a diagnostic).")
+    rounded_value = property(lambda self: self.diagnostics.rounded_value, doc="``F_D(S)`` (a diagnostic).")
+
+    @property
+    def release(self) -> ContinuousRelease:
+        """The published output: ``x_T``, the directions, ``S``, the epsilon charged, public info."""
+        S = None if self.S is None else as_tuple(self.S)
+        dirs = tuple(as_tuple(y) for y in self.directions)
+        info = tuple(sorted(self.info.items()))
+        return ContinuousRelease(as_tuple(self.x), dirs, S, epsilon_spent(self.accountant), info)
 
 
 def _check_run(F: SetFunction, M: Matroid, epsilon, T, value_bound: float | None = None):
@@ -251,7 +262,8 @@ def _finish(F, M, directions, acc, calls, scores, rounding, rng, info=None, part
         rounded = F(S)
     elif rounding != "none":
         raise DataValidationError("rounding", f"must be swap or none, got {rounding!r}")
-    return PrivateCGResult(x, directions, value, S, rounded, acc, calls, scores, dict(info or {}))
+    diagnostics = TrueDataDiagnostics(value, rounded)
+    return PrivateCGResult(x, directions, S, diagnostics, acc, calls, scores, dict(info or {}))
 
 
 def decompose(M: Matroid, directions) -> tuple[list, np.ndarray]:
@@ -450,7 +462,7 @@ def mitrovic_private_greedy(
         order.append(cand[idx])
         acc.charge(f"mitrovic step {t + 1}", greedy_step_epsilon(eps))
     calls = F.calls - start
-    res = GreedyResult(S, F(S), calls, order)
+    res = GreedyResult(S, TrueDataDiagnostics(F(S)), calls, order)
     res.accountant = acc
     return res
 
@@ -489,7 +501,7 @@ def private_k_greedy(
         order.append((e, i))
         acc.charge(f"alg3 step {t + 1}", greedy_step_epsilon(eps))
     calls = F.calls - start
-    res = GreedyResult(s, F(s), calls, order)
+    res = GreedyResult(s, TrueDataDiagnostics(F(s)), calls, order)
     res.accountant = acc
     return res
 
@@ -538,7 +550,7 @@ def private_k_greedy_sampled(
         order.append((e, i))
         acc.charge(f"alg4 step {t}", greedy_step_epsilon(eps))
     calls = F.calls - start
-    res = GreedyResult(s, F(s), calls, order)
+    res = GreedyResult(s, TrueDataDiagnostics(F(s)), calls, order)
     res.accountant = acc
     res.info = {"redraws": redraws, "candidates": sizes}
     return res
