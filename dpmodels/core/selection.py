@@ -9,7 +9,10 @@ point.
   candidate is accepted with probability ``exp(-inv_temp (max q - q_j))``; trials are
   independent, so the first acceptance has exactly the target law.
 * :func:`sample_proportional` - an index with probability ``w_k / sum(w)`` for non-negative
-  floats, via their exact integer representation on a common power of two.
+  floats (one draw or a batch), via their exact integer representation on a common power of
+  two (:func:`exact_integer_weights`) and uniform integers from :mod:`~dpmodels.core.samplers`;
+  no float inverse CDF, so a zero weight is never drawn and ``2**-1000`` beside ``1.0`` has
+  probability ``1 / (2**1000 + 1)``.
 * :func:`laplace_exceeds` - ``Bernoulli(P[c + Lap(b) >= threshold])`` without drawing the
   Laplace variable: exactly the law of a noisy threshold test whose noisy value is never
   published (the facility mechanism's marks).
@@ -18,14 +21,16 @@ point.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from fractions import Fraction
+from itertools import accumulate
 
 import numpy as np
 
 from .errors import DataValidationError, PrivacyParameterError
 from .samplers import EXACT_LIMIT, _raw, _uniform_below_int, bernoulli_exp, bernoulli_exp_scalar, uniform_below
 
-__all__ = ["exponential_mechanism", "sample_proportional", "laplace_exceeds", "as_rational"]
+__all__ = ["exponential_mechanism", "sample_proportional", "exact_integer_weights", "laplace_exceeds", "as_rational"]
 
 _BATCH = 64  # candidates tried per round of the vectorized rejection loop
 
@@ -76,20 +81,54 @@ def _reject_vectorized(num: np.ndarray, den: int, rng) -> int:
             return int(candidates[accepted[0]])
 
 
-def sample_proportional(weights, rng: np.random.Generator) -> int:
-    """Index ``k`` with probability ``w_k / sum(w)`` for finite non-negative float weights, exactly."""
-    w = np.asarray(weights, dtype=np.float64).ravel()
-    if w.size == 0 or not np.all(np.isfinite(w)) or (w < 0).any() or not (w > 0).any():
-        raise DataValidationError("weights", "must be finite, non-negative and not all zero")
-    ratios = [float(v).as_integer_ratio() for v in w]
-    common = max(d for _, d in ratios)  # denominators are powers of two
-    ints = [n * (common // d) for n, d in ratios]
-    u = _uniform_below_int(sum(ints), rng)
-    for k, m in enumerate(ints):
-        if u < m:
-            return k
-        u -= m
-    raise AssertionError("unreachable: u is below the total")
+def exact_integer_weights(weights) -> tuple[list[int], int]:
+    """Integers ``n_k`` and an exponent ``e`` with ``weights[k] == n_k * 2**e`` exactly.
+
+    Every finite float is a dyadic rational ``p / 2**b`` (``float.as_integer_ratio``); putting
+    the vector on the common denominator ``2**max(b)`` makes the probabilities
+    ``n_k / sum(n)`` exact rationals, however far apart the weights' magnitudes are.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 1 or w.size == 0:
+        raise DataValidationError("weights", f"must be a non-empty vector, got shape {w.shape}")
+    if not np.isfinite(w).all() or (w < 0).any() or not (w > 0).any():
+        raise DataValidationError("weights", "must be finite and non-negative with a positive entry")
+    ratios = [x.as_integer_ratio() for x in w.tolist()]
+    bits = [q.bit_length() - 1 for _, q in ratios]
+    top = max(bits)
+    return [p << (top - b) for (p, _), b in zip(ratios, bits, strict=True)], -top
+
+
+def sample_proportional(weights, rng: np.random.Generator, size=None):
+    """Index ``k`` with probability *exactly* ``w_k / sum(w)`` for finite non-negative float weights.
+
+    The weights become integers on a common power of two (:func:`exact_integer_weights`); a
+    uniform integer below their total, made from the bit generator's raw words
+    (:mod:`dpmodels.core.samplers`, so the same stream gives the same indices on every
+    platform and numpy version), is located in the cumulative sums.  Returns an int, or an
+    ``intp`` array of shape ``size``; ``size=1`` consumes the stream exactly as one draw.
+    """
+    rng = _require_generator(rng)
+    ints, _ = exact_integer_weights(weights)
+    cum = list(accumulate(ints))
+    if size is None:
+        return bisect_right(cum, _uniform_below_int(cum[-1], rng))
+    n = int(np.prod(size))
+    if cum[-1] < 2**63:  # one word per trial: vectorized
+        u = uniform_below(cum[-1], rng, size=n)
+        idx = np.searchsorted(np.array(cum, dtype=np.int64), u, side="right")
+    else:
+        idx = [bisect_right(cum, _uniform_below_int(cum[-1], rng)) for _ in range(n)]
+    return np.asarray(idx, dtype=np.intp).reshape(size)
+
+
+def _require_generator(rng) -> np.random.Generator:
+    """``rng`` if it is a numpy Generator (whose raw words the samplers read), else a named error."""
+    if not isinstance(rng, np.random.Generator):
+        raise DataValidationError(
+            "rng", f"must be a numpy Generator (dpmodels.core.randomness.make_rng), got {type(rng).__name__}"
+        )
+    return rng
 
 
 def laplace_exceeds(value, scale, threshold, rng: np.random.Generator) -> bool:

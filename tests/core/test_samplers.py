@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from dpmodels.core.errors import PrivacyParameterError
+from dpmodels.core import selection
+from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.randomness import (
     SECURE_SOURCE,
     SEEDED_SOURCE,
@@ -22,6 +23,7 @@ from dpmodels.core.randomness import (
 )
 from dpmodels.core.samplers import (
     EXACT_LIMIT,
+    _uniform_below_int,
     bernoulli_exp,
     bernoulli_exp_scalar,
     discrete_gaussian,
@@ -29,7 +31,7 @@ from dpmodels.core.samplers import (
     exact_fraction,
     uniform_below,
 )
-from dpmodels.core.selection import exponential_mechanism, laplace_exceeds, sample_proportional
+from dpmodels.core.selection import exact_integer_weights, exponential_mechanism, laplace_exceeds, sample_proportional
 
 
 def chacha(key: int) -> np.random.Generator:
@@ -181,3 +183,91 @@ def test_laplace_exceeds_has_the_laplace_tail_probability():
         x = threshold - value
         p = 0.5 * math.exp(-x / 2.0) if x > 0 else 1 - 0.5 * math.exp(x / 2.0)
         assert stats.binomtest(hits, 8000, p).pvalue > 1e-4
+
+
+# ----------------------------------------------------------------------------- proportional draws: exactness
+def exact_probabilities(weights) -> list[Fraction]:
+    ints, _ = exact_integer_weights(weights)
+    return [Fraction(n, sum(ints)) for n in ints]
+
+
+def test_integer_conversion_is_exact():
+    ints, e = exact_integer_weights([2.0**-1000, 1.0])
+    assert ints == [1, 2**1000] and e == -1000
+    assert exact_probabilities([2.0**-1000, 1.0])[0] == Fraction(1, 2**1000 + 1)
+    w = np.random.default_rng(3).random(50) * 2.0 ** np.arange(-600, 400, 20)
+    ints, e = exact_integer_weights(w)
+    assert all(Fraction(float(x)) == n * Fraction(2) ** e for x, n in zip(w, ints, strict=True))
+    assert exact_integer_weights([5e-324, 0.0]) == ([1, 0], -1074)
+
+
+def test_tiny_weight_is_located_exactly(monkeypatch):
+    """A mocked uniform integer: 0 is the tiny weight's only value, 1 .. 2**1000 the other's."""
+    seen = []
+
+    def fake(n, rng):
+        seen.append(n)
+        return fake.value
+
+    monkeypatch.setattr(selection, "_uniform_below_int", fake)
+    rng = chacha(0)
+    for value, index in ((0, 0), (1, 1), (2**1000, 1)):
+        fake.value = value
+        assert sample_proportional([2.0**-1000, 1.0], rng) == index
+    for value, index in ((0, 0), (2**999 - 1, 0), (2**999, 2), (2**1000 - 1, 2), (2**1000, 3)):
+        fake.value = value
+        assert sample_proportional([0.5, 0.0, 0.5, 2.0**-1000], rng) == index
+    assert seen[0] == 2**1000 + 1 and seen[-1] == 2**1000 + 1
+
+
+PINNED_PROPORTIONAL = [[0, 3, 5, 0, 5, 2, 3, 5, 2, 0, 2, 3], [0, 2, 2, 0, 0, 0, 0, 2, 4, 2, 2, 2]]
+
+
+def test_proportional_draws_are_fixed_by_the_stream():
+    """Raw words only (no ``Generator.integers``): pinned by the key; ``size=1`` is one draw."""
+    small, huge = [0.1, 0.0, 0.25, 1 / 3, 1e-3, 0.3166, 0.0], [0.25, 0.0, 0.5, 2.0**-1000, 0.25]
+    for w, pinned in zip((small, huge), PINNED_PROPORTIONAL, strict=True):
+        one, batch = chacha(3), chacha(3)
+        assert [sample_proportional(w, one) for _ in range(12)] == pinned
+        assert [int(sample_proportional(w, batch, size=1)[0]) for _ in range(12)] == pinned
+        assert sample_proportional(w, chacha(3), size=(2, 3)).shape == (2, 3)
+
+
+# ----------------------------------------------------------------------------- proportional draws: laws
+def test_small_totals_follow_the_exact_law():
+    w = [0.1, 0.0, 0.25, 1 / 3, 1e-3, 0.3166, 0.0]
+    draws = sample_proportional(w, chacha(20240607), size=400_000)
+    counts = np.bincount(draws, minlength=len(w))
+    assert counts[1] == 0 and counts[6] == 0  # a zero weight is never drawn
+    p = np.array([float(x) for x in exact_probabilities(w)])
+    live = p > 0
+    assert stats.chisquare(counts[live], p[live] * len(draws)).pvalue > 1e-3
+
+
+def test_huge_totals_follow_the_exact_law():
+    w = [0.25, 0.0, 0.5, 2.0**-1000, 0.25]  # total 2**1000 + 1: many words per trial, rejection
+    draws = sample_proportional(w, chacha(7), size=40_000)
+    counts = np.bincount(draws, minlength=len(w))
+    assert counts[1] == 0 and counts[3] == 0  # probability 0 and 2**-1000
+    assert stats.chisquare(counts[[0, 2, 4]], np.array([0.25, 0.5, 0.25]) * len(draws)).pvalue > 1e-3
+
+
+def test_uniform_below_int_is_uniform_beyond_int64():
+    n = 3 * 2**70
+    rng = chacha(11)
+    x = [_uniform_below_int(n, rng) for _ in range(30_000)]
+    assert all(0 <= v < n for v in x)
+    thirds = np.bincount([v >> 70 for v in x], minlength=3)
+    assert len(thirds) == 3 and stats.chisquare(thirds).pvalue > 1e-3
+    assert _uniform_below_int(1, rng) == 0
+
+
+@pytest.mark.parametrize("weights", [[], [1.0, -0.5], [np.nan, 1.0], [0.0, 0.0], [np.inf, 1.0], [[1.0, 2.0]]])
+def test_sample_proportional_refuses_bad_weights(weights):
+    with pytest.raises(DataValidationError, match="weights"):
+        sample_proportional(weights, chacha(0))
+
+
+def test_sample_proportional_needs_a_generator():
+    with pytest.raises(DataValidationError, match="rng"):
+        sample_proportional([1.0, 1.0], np.random.RandomState(0))
