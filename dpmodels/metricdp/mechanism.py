@@ -1,10 +1,11 @@
 """Metric-DP mechanisms and their audit: the exponential mechanism, the repair that makes any
-matrix an exactly eps-mDP mechanism, the exact ratio audit and the exact sampler (spec 7, 9.1).
+matrix an exactly eps-mDP mechanism, the exact ratio audit and the release of outputs (spec 7, 9.1).
 
 A perturbation matrix ``Z`` (N x K, non-negative rows) is a mechanism: record ``r_i`` is
-reported as output ``o_k`` with probability ``Z[i, k] / sum_k Z[i, k]`` (the sampler draws
-exactly that).  It is eps-mDP iff ``Pr[o_k | r_i] <= exp(eps d_ij) Pr[o_k | r_j]`` for every
-neighbouring pair and output.  This is a *ratio*: ``Pr[o_k | r_j] = 0 < Pr[o_k | r_i]`` is an
+reported as output ``o_k`` with probability ``Z[i, k] / sum_k Z[i, k]`` (:func:`sample_outputs`
+draws exactly that, with the core's exact sampler and, by default, the secure generator).  It
+is eps-mDP iff ``Pr[o_k | r_i] <= exp(eps d_ij) Pr[o_k | r_j]`` for every neighbouring pair and
+output.  This is a *ratio*: ``Pr[o_k | r_j] = 0 < Pr[o_k | r_i]`` is an
 infinite privacy loss however small ``Pr[o_k | r_i]`` is.  LP solvers meet the rows
 ``z_ik - exp(eps d_ij) z_jk <= 0`` only to an additive tolerance (HiGHS: 1e-7), so their raw
 matrices are not private; every matrix this library returns or samples from is repaired and
@@ -14,13 +15,12 @@ passes :func:`is_exactly_mdp`, which proves each ratio in floating point with no
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
-from itertools import accumulate
 
 import numpy as np
 
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.noise import make_rng
+from dpmodels.core.randomness import make_rng
+from dpmodels.core.selection import sample_proportional
 
 from .data import MDPInstance
 
@@ -37,9 +37,6 @@ __all__ = [
     "max_path_violation",
     "audit",
     "repair",
-    "exact_integer_weights",
-    "uniform_below",
-    "sample_proportional_exact",
     "sample_outputs",
 ]
 
@@ -286,84 +283,29 @@ def repair(instance: MDPInstance, z: np.ndarray) -> tuple[np.ndarray, float]:
     return np.full((instance.N, instance.K), 1.0 / instance.K), 1.0
 
 
-# ---------------------------------------------------------------------- exact sampling
-def exact_integer_weights(weights) -> tuple[list[int], int]:
-    """Integers ``n_k`` and an exponent ``e`` with ``weights[k] == n_k * 2**e`` exactly.
-
-    Every finite float is a dyadic rational ``p / 2**b`` (``float.as_integer_ratio``); putting
-    the vector on the common denominator ``2**max(b)`` makes the probabilities
-    ``n_k / sum(n)`` exact rationals, however far apart the weights' magnitudes are.
-    """
-    w = np.asarray(weights, dtype=np.float64)
-    if w.ndim != 1 or w.size == 0:
-        raise DataValidationError("weights", f"must be a non-empty vector, got shape {w.shape}")
-    if not np.isfinite(w).all() or (w < 0).any() or not (w > 0).any():
-        raise DataValidationError("weights", "must be finite and non-negative with a positive entry")
-    ratios = [x.as_integer_ratio() for x in w.tolist()]
-    bits = [q.bit_length() - 1 for _, q in ratios]
-    top = max(bits)
-    return [p << (top - b) for (p, _), b in zip(ratios, bits, strict=True)], -top
-
-
-def _require_generator(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise DataValidationError("rng", f"must be a numpy.random.Generator, got {type(rng).__name__}")
-    return rng
-
-
-def uniform_below(n: int, rng: np.random.Generator) -> int:
-    """An exactly uniform integer in ``[0, n)``: ``rng.integers`` (unbiased) below 2**63,
-    otherwise ``bit_length(n - 1)`` random bits from ``rng.bytes`` with rejection (accepts
-    with probability > 1/2)."""
-    n = int(n)
-    if n < 1:
-        raise DataValidationError("n", f"must be a positive integer, got {n}")
-    rng = _require_generator(rng)
-    if n < 2**63:
-        return int(rng.integers(0, n, dtype=np.int64))
-    bits = (n - 1).bit_length()
-    mask = (1 << bits) - 1
-    while True:
-        x = int.from_bytes(rng.bytes((bits + 7) // 8), "little") & mask
-        if x < n:
-            return x
-
-
-def sample_proportional_exact(weights, rng: np.random.Generator, size: int | None = None):
-    """Index ``k`` drawn with probability *exactly* ``weights[k] / sum(weights)``.
-
-    The floats are converted exactly to integers on a common power of two
-    (:func:`exact_integer_weights`), a uniform integer below their total is drawn exactly
-    from ``rng`` (:func:`uniform_below`), and located in the cumulative integer sums.  No
-    float inverse CDF: a weight of 0 is never drawn and a weight of 2**-1000 beside 1.0 has
-    probability 1 / (2**1000 + 1).  Returns an int, or an array of ``size`` draws.
-    """
-    rng = _require_generator(rng)
-    ints, _ = exact_integer_weights(weights)
-    cum = list(accumulate(ints))
-    total, n = cum[-1], 1 if size is None else int(size)
-    if total < 2**63:
-        u = rng.integers(0, total, size=n, dtype=np.int64)
-        idx = np.searchsorted(np.array(cum, dtype=np.int64), u, side="right")
-    else:
-        idx = np.array([bisect_right(cum, uniform_below(total, rng)) for _ in range(n)], dtype=np.intp)
-    return int(idx[0]) if size is None else idx
-
-
+# ---------------------------------------------------------------------- release
 def sample_outputs(instance: MDPInstance, z: np.ndarray, records, rng=None) -> np.ndarray:
     """Perturb ``records`` (indices) with mechanism ``Z``: one output index per record.
 
     ``Z`` is refused unless it passes the exact ratio audit (:func:`require_exact_mdp`); each
-    output is drawn exactly from its record's row (:func:`sample_proportional_exact`).  ``rng``
-    is a numpy Generator or a seed (None: fresh OS entropy).
+    output is drawn exactly from its record's row by the core sampler
+    (:func:`dpmodels.core.selection.sample_proportional`).  ``rng=None`` draws from the secure
+    generator, as a release on real data must; a seed or Generator makes an experiment
+    reproducible and the outputs not private (:func:`dpmodels.core.randomness.make_rng`).
     """
     z = require_exact_mdp(instance, z)
     rng = make_rng(rng)
-    records = np.atleast_1d(np.asarray(records))
-    if records.dtype.kind not in "iu" or (records.size and (records.min() < 0 or records.max() >= instance.N)):
-        raise DataValidationError("records", f"must be record indices in 0..{instance.N - 1}")
+    records = _record_indices(instance, records)
     out = np.empty(len(records), dtype=np.intp)
     for r in np.unique(records):
         where = np.flatnonzero(records == r)
-        out[where] = sample_proportional_exact(z[r], rng, size=len(where))
+        out[where] = sample_proportional(z[r], rng, size=len(where))
     return out
+
+
+def _record_indices(instance: MDPInstance, records) -> np.ndarray:
+    """``records`` as a vector of integer indices in ``0..N-1``, else a named error."""
+    records = np.atleast_1d(np.asarray(records))
+    if records.dtype.kind not in "iu" or (records.size and (records.min() < 0 or records.max() >= instance.N)):
+        raise DataValidationError("records", f"must be record indices in 0..{instance.N - 1}")
+    return records

@@ -1,4 +1,4 @@
-"""Privacy of the returned mechanisms: the exact ratio audit, the repair and the exact sampler.
+"""Privacy of the returned mechanisms: the exact ratio audit, the repair and the release of outputs.
 
 eps-mDP is a bound on probability *ratios*: ``z_ik <= exp(eps d_ij) z_jk``.  LP solvers meet
 the rows only to an additive tolerance, so a raw solver matrix can put mass ~1e-8 on an output
@@ -6,10 +6,10 @@ a neighbour never produces (an infinite privacy loss) while every additive resid
 """
 
 import warnings
-from fractions import Fraction
 
 import numpy as np
 import pytest
+import randomgen
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
@@ -18,6 +18,8 @@ from scipy.stats import chisquare
 import dpmodels
 import instances
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE, describe
+from dpmodels.core.selection import sample_proportional
 from dpmodels.metricdp import mechanism as mech
 from dpmodels.metricdp.data import MDPInstance, euclidean_distances
 from dpmodels.metricdp.models import build_full_lp, perturbation_matrix
@@ -25,6 +27,10 @@ from dpmodels.metricdp.models import build_full_lp, perturbation_matrix
 #: 5 x 6 grid of 1 km cells, K = 30, eps = 9/km, eta = 2 km (eps eta = 18): HiGHS (highspy
 #: 1.16.0) leaves 790 neighbour entries with z_ik > 0 = z_jk, the largest 1.52e-8 (~ e^-18).
 BUG = dict(seed=0, rows=5, cols=6, K=30, epsilon=9.0, eta=2.0)
+
+
+def chacha(key: int) -> np.random.Generator:
+    return np.random.Generator(randomgen.ChaCha(key=key, counter=0, rounds=20))
 
 
 def ratio_and_support_ok(inst, z) -> bool:
@@ -177,78 +183,32 @@ def test_repair_of_any_nonnegative_matrix_passes_the_exact_audit(seed, n, k, eps
     assert t2 == 0.0 and np.array_equal(again, fixed)
 
 
-# ---------------------------------------------------------------------- the exact sampler
-def exact_probabilities(weights) -> list[Fraction]:
-    ints, _ = mech.exact_integer_weights(weights)
-    return [Fraction(n, sum(ints)) for n in ints]
+# ---------------------------------------------------------------------- releasing outputs
+def test_sample_outputs_draws_with_the_core_sampler_from_the_same_stream():
+    """Each record's outputs are the core exact sampler's draws (its law and exactness are tested
+    in tests/core/test_samplers.py): same ChaCha20 stream, same indices."""
+    inst = instances.generate("mdp/grid", seed=0, rows=3, cols=4, K=6, epsilon=1.0, eta=1.5)
+    z = mech.exponential_mechanism(inst)
+    out = mech.sample_outputs(inst, z, np.full(500, 7), rng=chacha(9))
+    assert np.array_equal(out, sample_proportional(z[7], chacha(9), size=500))
 
 
-def test_integer_conversion_is_exact():
-    ints, e = mech.exact_integer_weights([2.0**-1000, 1.0])
-    assert ints == [1, 2**1000] and e == -1000
-    assert exact_probabilities([2.0**-1000, 1.0])[0] == Fraction(1, 2**1000 + 1)
-    w = np.random.default_rng(3).random(50) * 2.0 ** np.arange(-600, 400, 20)
-    ints, e = mech.exact_integer_weights(w)
-    assert all(Fraction(float(x)) == n * Fraction(2) ** e for x, n in zip(w, ints, strict=True))
-    assert mech.exact_integer_weights([5e-324, 0.0]) == ([1, 0], -1074)
+def test_sample_outputs_defaults_to_the_secure_generator(monkeypatch):
+    inst = instances.generate("mdp/grid", seed=0, rows=3, cols=4, K=6, epsilon=1.0, eta=1.5)
+    z = mech.exponential_mechanism(inst)
+    used = []
 
+    def spy(weights, rng, size=None):
+        used.append(describe(rng))
+        return sample_proportional(weights, rng, size)
 
-def test_tiny_weight_is_located_exactly(monkeypatch):
-    """A mocked uniform integer: 0 is the tiny weight's only value, 1 .. 2**1000 the other's."""
-    seen = []
-
-    def fake(n, rng):
-        seen.append(n)
-        return fake.value
-
-    monkeypatch.setattr(mech, "uniform_below", fake)
-    rng = np.random.default_rng(0)
-    for value, index in ((0, 0), (1, 1), (2**1000, 1)):
-        fake.value = value
-        assert mech.sample_proportional_exact([2.0**-1000, 1.0], rng) == index
-    for value, index in ((0, 0), (2**999 - 1, 0), (2**999, 2), (2**1000 - 1, 2), (2**1000, 3)):
-        fake.value = value
-        assert mech.sample_proportional_exact([0.5, 0.0, 0.5, 2.0**-1000], rng) == index
-    assert seen[0] == 2**1000 + 1 and seen[-1] == 2**1000 + 1
-
-
-def test_small_totals_follow_the_exact_law():
-    w = [0.1, 0.0, 0.25, 1 / 3, 1e-3, 0.3166, 0.0]
-    draws = mech.sample_proportional_exact(w, np.random.default_rng(20240607), size=400_000)
-    counts = np.bincount(draws, minlength=len(w))
-    assert counts[1] == 0 and counts[6] == 0  # a zero weight is never drawn
-    p = np.array([float(x) for x in exact_probabilities(w)])
-    live = p > 0
-    assert chisquare(counts[live], p[live] * len(draws)).pvalue > 1e-3
-
-
-def test_huge_totals_follow_the_exact_law():
-    w = [0.25, 0.0, 0.5, 2.0**-1000, 0.25]  # total 2**1000 + 1: bytes and rejection
-    draws = mech.sample_proportional_exact(w, np.random.default_rng(7), size=40_000)
-    counts = np.bincount(draws, minlength=len(w))
-    assert counts[1] == 0 and counts[3] == 0  # probability 0 and 2**-1000
-    assert chisquare(counts[[0, 2, 4]], np.array([0.25, 0.5, 0.25]) * len(draws)).pvalue > 1e-3
-
-
-def test_uniform_below_is_uniform_beyond_int64():
-    n = 3 * 2**70
-    rng = np.random.default_rng(11)
-    x = [mech.uniform_below(n, rng) for _ in range(30_000)]
-    assert all(0 <= v < n for v in x)
-    thirds = np.bincount([v >> 70 for v in x], minlength=3)
-    assert len(thirds) == 3 and chisquare(thirds).pvalue > 1e-3
-    assert mech.uniform_below(1, rng) == 0
-
-
-@pytest.mark.parametrize("weights", [[], [1.0, -0.5], [np.nan, 1.0], [0.0, 0.0], [np.inf, 1.0]])
-def test_sampler_refuses_bad_weights(weights):
-    with pytest.raises(DataValidationError, match="weights"):
-        mech.sample_proportional_exact(weights, np.random.default_rng(0))
-
-
-def test_sampler_needs_a_generator():
+    monkeypatch.setattr(mech, "sample_proportional", spy)
+    assert mech.sample_outputs(inst, z, [0, 3, 3]).shape == (3,)
+    assert used == [SECURE_SOURCE, SECURE_SOURCE]
+    mech.sample_outputs(inst, z, [1], rng=0)
+    assert used[-1] == SEEDED_SOURCE  # a seed is an experiment: labelled not private
     with pytest.raises(DataValidationError, match="rng"):
-        mech.sample_proportional_exact([1.0, 1.0], np.random.RandomState(0))
+        mech.sample_outputs(inst, z, [0], rng=np.random.RandomState(0))
 
 
 def test_sample_outputs_follows_the_rows():
