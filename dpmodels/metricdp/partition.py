@@ -6,6 +6,12 @@ feature vectors), k-m-adj (0/1 neighbour rows), and balanced spectral clustering
 smallest eigenvectors of the unnormalised Laplacian of the mDP graph).  k-means is Lloyd's
 algorithm with k-means++ seeding from a seeded Generator, as MATLAB's default; empty
 clusters are dropped by :meth:`Partition.from_labels`.
+
+The seed here is not a privacy parameter: partitioning reads only the public domain (record
+locations, their distances and mDP graph; never a user's record or the prior), and only steers
+how the solver decomposes the LP.  Whatever the partition, the matrix is repaired and proven
+by the exact audit before use, and releasing outputs (:func:`.mechanism.sample_outputs`) draws
+from its own ``rng``, the secure generator by default; no seed from this module reaches it.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.noise import make_rng
+from dpmodels.core.randomness import make_rng
 
 from .data import MDPInstance, Partition
 
@@ -23,7 +29,11 @@ PARTITIONERS = ("k-m-DV", "k-m-rec", "k-m-adj", "BSC")
 
 
 def kmeans(points: np.ndarray, k: int, seed=None, max_iter: int = 100) -> np.ndarray:
-    """Cluster labels of Lloyd's k-means (squared Euclidean) with k-means++ seeding."""
+    """Cluster labels of Lloyd's k-means (squared Euclidean) with k-means++ seeding.
+
+    ``seed`` (int, SeedSequence or Generator) makes the starting centres reproducible; None
+    draws them from the secure generator.  Either way only public points are clustered.
+    """
     x = np.asarray(points, dtype=np.float64)
     n = len(x)
     if not 1 <= k <= n:
@@ -70,7 +80,11 @@ def embedding(instance: MDPInstance, method: str) -> np.ndarray:
 
 
 def partition(instance: MDPInstance, method="k-m-DV", M: int = 25, seed=0) -> Partition:
-    """A :class:`Partition` from a partitioner name or from given labels (an array)."""
+    """A :class:`Partition` from a partitioner name or from given labels (an array).
+
+    ``seed`` (default 0) fixes k-means' starting centres so that a solver run is reproducible;
+    it touches no private data and no released output (see the module docstring).
+    """
     if not isinstance(method, str):
         return Partition.from_labels(method, instance.graph)
     vectors = embedding(instance, method)
