@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from dpmodels.core.accounting import PrivacyLedger, split_budget
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import as_epsilon, double_geometric, double_geometric_variance, exact, laplace, make_rng
+from dpmodels.core.randomness import describe
 
 from .data import Schema, TopDownData
 from .queries import QuerySet, identity, level_sensitivity, marginal
@@ -130,38 +131,63 @@ def measure(
     neighbours: str = "substitution",
     rng=None,
 ) -> Measurements:
-    """Measure every query set of ``strategy`` at every node; returns noisy answers and a ledger."""
+    """Measure every query set of ``strategy`` at every node; returns noisy answers and a ledger.
+
+    Every scale is recorded in the ledger (and refused there if no exact sampler can draw it)
+    before the first draw, so a bad budget or share never draws noise.  ``noise="laplace"``
+    draws floating-point Laplace, which leaks through its low bits: research comparisons only
+    (:mod:`dpmodels.topdown.release` refuses it).
+    """
     eps = as_epsilon(epsilon)
     strategy = strategy or default_strategy(data.schema)
     geo = data.geography
-    shares = level_shares if level_shares is not None else [Fraction(1, geo.n_levels)] * geo.n_levels
-    if len(shares) != geo.n_levels:
-        raise DataValidationError("level_shares", f"need one share per level ({geo.n_levels}), got {len(shares)}")
-    unit = _unit_shares(shares, "level_shares")
-    if unit is None:
-        raise DataValidationError("level_shares", f"must be positive and sum to 1, got {[str(v) for v in shares]}")
-    level_eps = split_budget(eps, unit)
+    level_eps = split_budget(eps, _level_unit_shares(level_shares, geo.n_levels))
     if noise not in ("geometric", "laplace"):
         raise DataValidationError("noise", f"must be 'geometric' or 'laplace', got {noise!r}")
     deltas = [_level_deltas(strategy, geo, level, neighbours) for level in range(1, geo.n_levels + 1)]
     rng = make_rng(rng)
+    ledger = PrivacyLedger(randomness=describe(rng))
+    plan = _plan(ledger, strategy, geo, level_eps, deltas, noise)
     hist = data.node_histograms_all()
-    ledger = PrivacyLedger()
     by_node: list[list[NodeMeasurement]] = [[] for _ in range(geo.n_regions)]
+    for rows, query, scale in plan:
+        answers = (hist[rows] @ query.matrix.T).toarray()
+        draw, variance = _draw(noise, scale, answers.shape, rng)
+        noisy = answers + draw
+        for k, r in enumerate(rows):
+            by_node[r].append(NodeMeasurement(query.name, np.asarray(noisy[k], dtype=np.float64), variance))
+    return Measurements(strategy, by_node, ledger, tuple(level_eps), noise, {"neighbours": neighbours})
+
+
+def _level_unit_shares(level_shares, n_levels: int) -> list[Fraction]:
+    """The per-level budget shares (default uniform), exact and summing to 1."""
+    shares = level_shares if level_shares is not None else [Fraction(1, n_levels)] * n_levels
+    if len(shares) != n_levels:
+        raise DataValidationError("level_shares", f"need one share per level ({n_levels}), got {len(shares)}")
+    unit = _unit_shares(shares, "level_shares")
+    if unit is None:
+        raise DataValidationError("level_shares", f"must be positive and sum to 1, got {[str(v) for v in shares]}")
+    return unit
+
+
+def _draw(noise: str, scale: Fraction, shape, rng) -> tuple[np.ndarray, float]:
+    """Noise of ``shape`` at ``scale`` (exact double geometric, or float Laplace) and its variance."""
+    if noise == "geometric":
+        return double_geometric(scale, shape, rng), double_geometric_variance(scale)
+    return laplace(scale, shape, rng), 2 * float(scale) ** 2
+
+
+def _plan(ledger: PrivacyLedger, strategy: Strategy, geo, level_eps, deltas, noise: str) -> list[tuple]:
+    """``(rows, query set, scale)`` of every draw, level by level; each recorded in ``ledger`` first."""
+    plan = []
     for level in range(1, geo.n_levels + 1):
         rows = np.arange(*geo.level_slice(level).indices(geo.n_regions))
-        answers_all = {q.name: (hist[rows] @ q.matrix.T).toarray() for q in strategy.queries}
         for query, share in zip(strategy.queries, strategy.shares, strict=True):
             eps_q = level_eps[level - 1] * share
             delta = deltas[level - 1][query.name]
             scale = ledger.record(query.name, f"level {level} / {query.name}", delta, eps_q, noise, rows.size)
-            shape = answers_all[query.name].shape
-            draw = double_geometric(scale, shape, rng) if noise == "geometric" else laplace(scale, shape, rng)
-            variance = double_geometric_variance(scale) if noise == "geometric" else 2 * float(scale) ** 2
-            noisy = answers_all[query.name] + draw
-            for k, r in enumerate(rows):
-                by_node[r].append(NodeMeasurement(query.name, np.asarray(noisy[k], dtype=np.float64), variance))
-    return Measurements(strategy, by_node, ledger, tuple(level_eps), noise, {"neighbours": neighbours})
+            plan.append((rows, query, scale))
+    return plan
 
 
 def run_topdown(

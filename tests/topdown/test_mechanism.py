@@ -299,3 +299,23 @@ def test_same_seed_same_measurements(tiny):
 
 def test_run_topdown_is_exported():
     assert callable(run_topdown)
+
+
+def test_ledger_records_the_randomness_source(tiny):
+    from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE
+
+    assert measure(tiny, 1, rng=0).ledger.randomness == SEEDED_SOURCE
+    assert measure(tiny, 1).ledger.randomness == SECURE_SOURCE
+
+
+def test_a_scale_refused_at_a_deep_level_draws_nothing(tiny):
+    """Every scale is recorded before the first draw: a share that leaves the blocks an
+    unrepresentable scale is refused with the generator untouched."""
+    rng = np.random.default_rng(3)
+    before = rng.bit_generator.state
+    tiny_share = Fraction(1, 2**60)
+    shares = [(1 - tiny_share) / 5] * 5 + [tiny_share]
+    with pytest.raises(DataValidationError, match="cannot represent") as err:
+        measure(tiny, 1, level_shares=shares, rng=rng)
+    assert err.value.field == "epsilon"
+    assert rng.bit_generator.state == before
