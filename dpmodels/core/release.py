@@ -14,14 +14,31 @@ from pathlib import Path
 from .errors import DataValidationError
 from .session import PrivacySession
 
-__all__ = ["add_common_arguments", "check_output_path", "ledger_path", "open_session", "finish"]
+__all__ = [
+    "add_common_arguments",
+    "check_output_path",
+    "ledger_path",
+    "open_session",
+    "open_release",
+    "finish",
+]
+
+#: The single output of a release that writes one file.
+DEFAULT_OUTPUTS = {"--out": "where to write the release"}
 
 
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options every release takes: budget, output, ledger, and the seed policy."""
+def add_common_arguments(parser: argparse.ArgumentParser, outputs: dict[str, str] | None = None) -> None:
+    """The options every release takes: budget, output files, ledger, and the seed policy.
+
+    ``outputs`` maps each required output option to its help (default: one ``--out``); the
+    ledger goes beside the first.
+    """
+    outputs = outputs or DEFAULT_OUTPUTS
     parser.add_argument("--epsilon", required=True, help="total privacy budget of this release (e.g. 1 or 0.5)")
-    parser.add_argument("--out", required=True, help="where to write the release")
-    parser.add_argument("--ledger", help="where to write the JSON privacy ledger (default: beside --out)")
+    for flag, text in outputs.items():
+        parser.add_argument(flag, required=True, help=text)
+    first = next(iter(outputs))
+    parser.add_argument("--ledger", help=f"where to write the JSON privacy ledger (default: beside {first})")
     parser.add_argument(
         "--seed", type=int, help="reproducible noise for an experiment: refused unless --not-private is given"
     )
@@ -48,13 +65,23 @@ def ledger_path(out: Path, given=None) -> Path:
 
 
 def open_session(args, data, name: str) -> tuple[PrivacySession, Path, Path]:
-    """Validate the paths and the budget, then open the session (no noise drawn yet)."""
-    out = check_output_path(args.out, "--out")
-    ledger = ledger_path(out, args.ledger)
-    if ledger.resolve() == out.resolve():
-        raise DataValidationError("--ledger", "must differ from --out")
+    """Validate ``--out``, the ledger and the budget, then open the session (no noise drawn yet)."""
+    session, outs, ledger = open_release(args, data, name, ["--out"])
+    return session, outs["--out"], ledger
+
+
+def open_release(args, data, name: str, flags) -> tuple[PrivacySession, dict[str, Path], Path]:
+    """Validate the output options ``flags`` (folders exist, all distinct), the ledger and the
+    budget, then open the session (no noise drawn yet).  Returns the paths by option."""
+    outs = {flag: check_output_path(getattr(args, flag.lstrip("-").replace("-", "_")), flag) for flag in flags}
+    ledger = ledger_path(next(iter(outs.values())), args.ledger)
+    seen: dict[Path, str] = {}
+    for flag, path in [*outs.items(), ("--ledger", ledger)]:
+        other = seen.setdefault(path.resolve(), flag)
+        if other != flag:
+            raise DataValidationError(flag, f"must differ from {other} ({path})")
     session = PrivacySession(data, args.epsilon, seed=args.seed, not_private=args.not_private, name=name)
-    return session, out, ledger
+    return session, outs, ledger
 
 
 def finish(session: PrivacySession, written: list[Path], ledger: Path) -> int:
