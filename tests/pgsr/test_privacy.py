@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpmodels.core.errors import DataValidationError
+from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.noise import double_geometric_pmf
 from dpmodels.pgsr.data import GroupSizeData
@@ -254,3 +254,15 @@ def test_from_csv_passes_z_max_through(tmp_path):
     assert (data.z_max, data.G, data.N) == (3, 2, 4)
     noisy, _ = measure(data, 1, "cumulative", rng=0)
     assert noisy.info["z_max"] == 3 and noisy.with_values(noisy.values).info["z_max"] == 3
+
+
+@pytest.mark.parametrize("kind", ["counts", "cumulative", "chain"])
+def test_tiny_epsilon_is_refused_instead_of_releasing_the_truth(running_example, kind):
+    """Regression: numpy's geometric saturated at INT64_MAX for eps = 1e-25, so the difference of
+    two draws was exactly 0 and ``measure`` returned the true values while the ledger said 1e-25."""
+    with pytest.raises(PrivacyParameterError, match="cannot represent") as err:
+        measure(running_example, 1e-25, kind, rng=0)
+    assert err.value.field == "epsilon"
+    noisy, _ = measure(running_example, 1e-9, kind, rng=0)  # a representable (huge) scale still draws
+    truth = {"counts": running_example.counts, "cumulative": running_example.cumulative(), "chain": running_example.chain()}
+    assert not np.array_equal(noisy.values, truth[kind])
