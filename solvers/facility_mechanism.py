@@ -10,7 +10,9 @@ labelled reconstructions of spec 3.8.  The report (R, L', noise scales, ε used)
 ``eps_used = inf`` and ``private = False``.
 
 The model's marker holds the private counts N; the published output is R (and T), the rest is
-each client's local post-processing.
+each client's local post-processing.  The loaded solution, the objective and the report entries
+labelled ``true ... (diagnostic)`` are evaluated on the true counts N: they are not covered by the
+privacy guarantee and must not be released.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pyomo.contrib.solver.common.results import TerminationCondition
 
 from dpmodels.core.errors import ModelStructureError, PrivacyParameterError
 from dpmodels.facility.data import HSTInstance, UFLInstance, check_epsilon
-from dpmodels.facility.mechanism import BASELINES, dp_ufl_general, run_tree
+from dpmodels.facility.mechanism import BASELINES, dp_ufl_general, run_tree, true_label
 
 from .base import StructureSolution, StructureSolver
 
@@ -71,16 +73,16 @@ class FacilityMechanismSolver(StructureSolver):
             to_site = (lambda u: loc[u]) if marker.options["sites"] == "leaves" else (lambda u: u)
             facility = to_site(run.facility[J]) if J.size else np.empty(0, np.int64)
             report = {"R": run.R.tolist(), "L_prime": run.lprime, "noise_scales": run.scales.tolist()}
-            report.update(
-                eps_used=run.eps_used, private=run.private, draws=run.draws, cost=run.cost, n_R=int(run.R.size)
-            )
+            report.update(eps_used=run.eps_used, private=run.private, draws=run.draws, n_R=int(run.R.size))
+            report[true_label("cost")] = run.cost
         elif isinstance(inst, UFLInstance):
             rep = self.solve_data(
                 inst, eps, config.seed, config.algorithm, lam=config.lam, radius_mode=config.radius_mode
             )
             facility = rep.facility[J]
             report = rep.summary()
-            report.update(R=rep.R.tolist(), n_R=int(rep.R.size), cost=rep.realized_cost)
+            report.update(R=rep.R.tolist(), n_R=int(rep.R.size))
+            report[true_label("cost")] = rep.realized_cost
         else:
             raise ModelStructureError(f"facility_mechanism cannot run on a {type(inst).__name__}")
         y = np.zeros(I.size)

@@ -24,7 +24,7 @@ def bench_pipeline(n: int = 100_000, epsilon: float = 1.0, f: float = 0.01, seed
     import instances
 
     from .hst import frt_embedding
-    from .mechanism import dp_ufl_general
+    from .mechanism import dp_ufl_general, true_label
 
     inst = instances.generate("facility/plane", seed=seed, n=n, f=f, dense=False)
     tick = time.perf_counter()
@@ -40,9 +40,9 @@ def bench_pipeline(n: int = 100_000, epsilon: float = 1.0, f: float = 0.01, seed
         "embedding s": embed_s,
         "mechanism s": mech_s,
         "|R|": int(rep.R.size),
-        "|S|": int(rep.S.size),
-        "realized cost": rep.realized_cost,
-        "set cost": rep.set_cost,
+        true_label("|S|"): int(rep.S.size),
+        true_label("realized cost"): rep.realized_cost,
+        true_label("set cost"): rep.set_cost,
         "eps used": rep.run.eps_used,
     }
 

@@ -10,6 +10,9 @@
   two count vectors (spec 3.6); :func:`epsilon_used` its closed-form bound.
 * :func:`dp_ufl_general` - the general-metric pipeline: FRT-λ tree (data-independent), Algorithm 2
   on the ``d_min``-scaled instance, publish ``(T, R)``, report costs in original units.
+* Results split what is published (``release``: T, R and public parameters) from what the true
+  counts N decide (``diagnostics``: the opened set, each client's facility, every cost); report
+  entries computed from N are labelled ``true ... (diagnostic)`` (:func:`true_label`).
 * Baselines of spec 3.8: ``dp_uniform_noise``, ``dp_all_marked`` and ``gupta_style`` are
   RECONSTRUCTIONS inspired by the paper's description of Gupta et al. 2010, not their verified
   algorithm; ``open_all_client_locations`` is the trivial solution.
@@ -39,11 +42,15 @@ __all__ = [
     "noise_constant",
     "noise_scales",
     "epsilon_used",
+    "true_label",
+    "TreeRelease",
+    "TreeDiagnostics",
     "TreeRun",
     "algorithm1",
     "algorithm2",
     "run_tree",
     "privacy_loss_exact",
+    "PipelineDiagnostics",
     "PipelineReport",
     "dp_ufl_general",
 ]
@@ -114,10 +121,66 @@ def epsilon_used(f: float, lam: float, lprime: int) -> float:
     return float(np.sum(1.0 / noise_scales(f, lam, lprime))) if lprime > 0 else 0.0
 
 
+def true_label(name: str) -> str:
+    """The label of a report entry evaluated on the true client counts N: ``"true <name> (diagnostic)"``."""
+    return f"true {name} (diagnostic)"
+
+
+@dataclass(frozen=True, eq=False)
+class TreeRelease:
+    """Everything a tree run publishes, and nothing else (spec 3.4, A15): the tree T (padded so
+    that ``L >= L'``, data independent) and ``R`` (node ids), with the public parameters ``ε``,
+    ``L'``, the per-level noise scales and ``ε used`` (``inf`` and ``private = False`` for the
+    algorithms of :data:`NON_PRIVATE`, whose R is a deterministic function of N).
+
+    Each client derives its facility from (T, R) alone.  Releases compare by value (:meth:`as_dict`).
+    """
+
+    algorithm: str
+    private: bool
+    epsilon: float
+    eps_used: float
+    lprime: int
+    scales: tuple
+    tree: HST
+    R: tuple
+
+    def as_dict(self) -> dict:
+        """The release as plain Python values (the tree as its parent, level, λ and leaf arrays)."""
+        tree = {"parent": self.tree.parent.tolist(), "level": self.tree.level.tolist(), "lam": self.tree.lam}
+        tree["leaf_node"] = self.tree.leaf_node.tolist()
+        fields = ("algorithm", "private", "epsilon", "eps_used", "lprime")
+        return {**{k: getattr(self, k) for k in fields}, "scales": list(self.scales), "tree": tree, "R": list(self.R)}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TreeRelease) and self.as_dict() == other.as_dict()
+
+
+@dataclass(frozen=True, eq=False)
+class TreeDiagnostics:
+    """What the true client counts N decide once R is published, for reports and tests only: never
+    release it beside R.  ``facility``: the node serving each location, ``-1`` where ``N_v = 0``;
+    ``S``: the opened nodes; the facility and connection costs in ``d_T``, and their sum ``cost``."""
+
+    facility: np.ndarray
+    S: np.ndarray
+    facility_cost: float
+    connection_cost: float
+
+    @property
+    def cost(self) -> float:
+        return self.facility_cost + self.connection_cost
+
+
 @dataclass
 class TreeRun:
-    """One run of a tree algorithm: the published R, the clients' facilities and the cost in ``d_T``.
+    """One run of a tree algorithm: the published (T, R) in :attr:`release`, the true-data serving
+    and costs in ``diagnostics``.
 
+    ``marked`` is the mechanism's marked set M (``R = minset(M)``), internal state that is not
+    published.  ``assign`` (``s_T(v)``, every location's nearest member of R) is a function of
+    (T, R) alone.  ``S``, ``facility``, ``facility_cost``, ``connection_cost`` and ``cost`` are
+    read-only aliases of ``diagnostics``: they depend on the true counts N.
     ``eps_used`` is the privacy spent (basic composition, spec 3.6); it is ``inf`` for the
     non-private algorithms of :data:`NON_PRIVATE` (and by default, the safe side).
     """
@@ -130,22 +193,28 @@ class TreeRun:
     R: np.ndarray  # node ids, the published super-set
     sites: str
     assign: np.ndarray  # s_T(v): nearest member of R of every location (node id)
-    facility: np.ndarray  # node actually used by every location (rep(s_T(v)) in leaves mode); -1 if no client
-    S: np.ndarray  # opened node ids
-    facility_cost: float
-    connection_cost: float
+    diagnostics: TreeDiagnostics
     scales: np.ndarray = field(default_factory=lambda: np.empty(0))
     eps_used: float = math.inf
     draws: int = 0
 
-    @property
-    def cost(self) -> float:
-        return self.facility_cost + self.connection_cost
+    S = property(lambda self: self.diagnostics.S, doc="Opened node ids (true-data diagnostic).")
+    facility = property(lambda self: self.diagnostics.facility, doc="Serving node per location (diagnostic).")
+    facility_cost = property(lambda self: self.diagnostics.facility_cost, doc="``f |S|`` (diagnostic).")
+    connection_cost = property(lambda self: self.diagnostics.connection_cost, doc="In ``d_T`` (diagnostic).")
+    cost = property(lambda self: self.diagnostics.cost, doc="Total true cost in ``d_T`` (diagnostic).")
 
     @property
     def private(self) -> bool:
         """Whether the run is ε-DP at a finite ε (``eps_used``); False for Algorithm 1 and the trivial solution."""
         return self.algorithm not in NON_PRIVATE and math.isfinite(self.eps_used)
+
+    @property
+    def release(self) -> TreeRelease:
+        """What the run publishes: (T, R) and the public parameters, nothing computed from N but R."""
+        scales = tuple(float(b) for b in self.scales)
+        R = tuple(int(u) for u in self.R)
+        return TreeRelease(self.algorithm, self.private, self.epsilon, self.eps_used, self.lprime, scales, self.tree, R)
 
 
 def _serve(tree: HST, f: float, N: np.ndarray, R: np.ndarray, sites: str, n_original: int | None = None):
@@ -168,7 +237,7 @@ def _serve(tree: HST, f: float, N: np.ndarray, R: np.ndarray, sites: str, n_orig
     facility = np.where(clients, target, -1)
     S = np.unique(facility[clients])
     dist = node_distance(tree, tree.leaf_node[clients], facility[clients]) if clients.any() else np.empty(0)
-    return assign, facility, S, f * S.size, float((N[clients] * dist).sum())
+    return assign, TreeDiagnostics(facility, S, f * S.size, float((N[clients] * dist).sum()))
 
 
 def _check_sites(sites: str) -> str:
@@ -188,7 +257,14 @@ def algorithm2(instance: HSTInstance, epsilon: float, rng=None, sites: str = "le
 
 
 def run_tree(instance: HSTInstance, epsilon: float, algorithm: str = "dp", rng=None, sites: str = "leaves") -> TreeRun:
-    """Any tree algorithm of :data:`BASELINES` on an HST instance."""
+    """Any tree algorithm of :data:`BASELINES` on an HST instance.
+
+    The law of the marks, which an exact sampler must reproduce: nodes at level ``ℓ >= L'`` are
+    always marked; a node ``u`` at ``ℓ < L'`` with subtree count ``N_u``, threshold ``τ = f/λ^ℓ``
+    and scale ``b = scales[ℓ]`` is marked independently with ``P[N_u + Lap(b) >= τ]``, that is
+    ``½ e^{-γ}`` if ``N_u < τ`` and ``1 - ½ e^{-γ}`` otherwise, ``γ = |τ - N_u| / b``
+    (``= c η^{L'-ℓ} |1 - N_u λ^ℓ / f|`` for ``dp`` and ``dp_all_marked``).
+    """
     if algorithm not in BASELINES:
         raise DataValidationError("algorithm", f"must be one of {sorted(BASELINES)}, got {algorithm!r}")
     eps = check_epsilon(epsilon)
@@ -205,8 +281,8 @@ def run_tree(instance: HSTInstance, epsilon: float, algorithm: str = "dp", rng=N
     if algorithm == "open_all_client_locations":
         marked = level >= 0
         R = tree.leaf_node[N > 0] if np.any(N > 0) else tree.leaf_node
-        assign, facility, S, fc, cc = _serve(tree, f, N, R, sites, n_original)
-        return TreeRun(algorithm, tree, eps, lp, marked, np.sort(R), sites, assign, facility, S, fc, cc, scales, used)
+        assign, diagnostics = _serve(tree, f, N, R, sites, n_original)
+        return TreeRun(algorithm, tree, eps, lp, marked, np.sort(R), sites, assign, diagnostics, scales, used)
     if algorithm == "base":
         values = counts
     else:
@@ -221,8 +297,8 @@ def run_tree(instance: HSTInstance, epsilon: float, algorithm: str = "dp", rng=N
         draws = int(noisy.size)
     marked = (level >= lp) | (values * weight >= f)
     R = np.flatnonzero(marked if algorithm in ("dp_all_marked", "gupta_style") else minset(tree, marked))
-    assign, facility, S, fc, cc = _serve(tree, f, N, R, sites, n_original)
-    return TreeRun(algorithm, tree, eps, lp, marked, R, sites, assign, facility, S, fc, cc, scales, used, draws)
+    assign, diagnostics = _serve(tree, f, N, R, sites, n_original)
+    return TreeRun(algorithm, tree, eps, lp, marked, R, sites, assign, diagnostics, scales, used, draws)
 
 
 def _log_tail(x: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -263,19 +339,36 @@ def privacy_loss_exact(instance: HSTInstance, other_counts, epsilon: float, algo
 
 
 # ------------------------------------------------------------------------------ general metric
-@dataclass
-class PipelineReport:
-    """What the general-metric pipeline publishes (T, R) and its report (costs in original units)."""
+@dataclass(frozen=True, eq=False)
+class PipelineDiagnostics:
+    """The pipeline's serving and costs in original units, decided by the true counts N: reports
+    and tests only, never released.  ``facility``: the location serving each location with a
+    client (-1 otherwise); ``S``: the opened locations; ``realized_cost`` (each client at its
+    tree-chosen facility), ``set_cost`` (re-optimised within S) and ``tree_cost`` (in ``s d_T``)."""
 
-    embedding: Embedding
-    run: TreeRun  # on the d_min-scaled instance
-    facility: np.ndarray  # location serving every location with a client (-1 otherwise)
-    S: np.ndarray  # opened locations
+    facility: np.ndarray
+    S: np.ndarray
     realized_cost: float
     set_cost: float
     tree_cost: float
+
+
+@dataclass
+class PipelineReport:
+    """One pipeline run: what it publishes, (T, R), in :attr:`release`, and its true-data report in
+    ``diagnostics`` (``facility``, ``S`` and the three costs are read-only aliases of it)."""
+
+    embedding: Embedding
+    run: TreeRun  # on the d_min-scaled instance
+    diagnostics: PipelineDiagnostics
     epsilon: float
     f: float
+
+    facility = property(lambda self: self.diagnostics.facility, doc="Serving location (diagnostic).")
+    S = property(lambda self: self.diagnostics.S, doc="Opened locations (true-data diagnostic).")
+    realized_cost = property(lambda self: self.diagnostics.realized_cost, doc="True cost (diagnostic).")
+    set_cost = property(lambda self: self.diagnostics.set_cost, doc="True cost within S (diagnostic).")
+    tree_cost = property(lambda self: self.diagnostics.tree_cost, doc="True cost in ``s d_T`` (diagnostic).")
 
     @property
     def tree(self) -> HST:
@@ -285,25 +378,35 @@ class PipelineReport:
     def R(self) -> np.ndarray:
         return self.run.R
 
+    @property
+    def release(self) -> TreeRelease:
+        """What the pipeline publishes: the tree run's (T, R) and public parameters (T depends on d only)."""
+        return self.run.release
+
     def summary(self) -> dict:
-        """The report of spec 8.1.5: costs, |R|, |S|, L', per-level noise scales, ε used (inf if not private)."""
-        return {
+        """The report of spec 8.1.5: the public |R|, L', L, per-level noise scales, ε used (inf if
+        not private) and ``d_min``, then the costs and |S|, labelled ``true ... (diagnostic)``."""
+        facility_cost = self.f * self.S.size
+        true = {
+            "realized cost": self.realized_cost,
+            "set cost": self.set_cost,
+            "tree cost": self.tree_cost,
+            "facility cost": facility_cost,
+            "connection cost": self.realized_cost - facility_cost,
+            "|S|": int(self.S.size),
+        }
+        public = {
             "algorithm": self.run.algorithm,
             "private": self.run.private,
             "epsilon": self.epsilon,
-            "realized_cost": self.realized_cost,
-            "set_cost": self.set_cost,
-            "tree_cost": self.tree_cost,
-            "facility_cost": self.f * self.S.size,
-            "connection_cost": self.realized_cost - self.f * self.S.size,
             "R": int(self.R.size),
-            "S": int(self.S.size),
             "L_prime": self.run.lprime,
             "L": self.run.tree.L,
             "noise_scales": self.run.scales.tolist(),
             "eps_used": self.run.eps_used,
             "d_min": self.embedding.scale,
         }
+        return public | {true_label(k): v for k, v in true.items()}
 
 
 def dp_ufl_general(
@@ -348,4 +451,5 @@ def dp_ufl_general(
     else:
         dist = instance.d[idx, facility[idx]]
     realized = instance.f * S.size + float((instance.N[idx] * dist).sum())
-    return PipelineReport(embedding, run, facility, S, realized, instance.cost(S), run.cost * s, eps, instance.f)
+    diagnostics = PipelineDiagnostics(facility, S, realized, instance.cost(S), run.cost * s)
+    return PipelineReport(embedding, run, diagnostics, eps, instance.f)
