@@ -33,7 +33,15 @@ from dpmodels.topdown.data import (
 
 from . import register_generator
 
-__all__ = ["synthetic_census", "PRESETS", "adult_only_zeros", "children_per_adult_edit", "records", "from_csv"]
+__all__ = [
+    "synthetic_census",
+    "PRESETS",
+    "LEVELS",
+    "adult_only_zeros",
+    "children_per_adult_edit",
+    "records",
+    "from_csv",
+]
 
 #: Fan-outs (states, counties per state, tracts per county, block groups per tract, blocks per block group).
 PRESETS = {
@@ -42,6 +50,8 @@ PRESETS = {
     "county": (1, 1, 12, 3, 25),
     "state": (1, 5, 30, 3, 30),
 }
+#: Geography levels by name (1 = the nation, the root), as ``total_level`` names them.
+LEVELS = {"nation": 1, "state": 2, "county": 3, "tract": 4, "block group": 5, "block": 6}
 ADULT_ONLY_GQ = ("correctional", "nursing", "college housing", "military")
 
 
@@ -111,7 +121,7 @@ def synthetic_census(
             counts[row, uniq] = num
     counts = counts.tocsr()
     gq = GQKnowledge(schema.cell_values("hhgq"), GQ_TYPES, present, lower)
-    level = {"nation": 1, "state": 2, "county": 3, "tract": 4, "block group": 5, "block": 6}.get(total_level)
+    level = LEVELS.get(total_level)
     if level is None:
         raise DataValidationError(
             "total_level", f"must be nation/state/county/tract/block group/block, got {total_level!r}"
@@ -194,18 +204,23 @@ def records(data: TopDownData, leaf_counts: sp.spmatrix | None = None) -> pd.Dat
     return microdata(data.schema, data.geography, data.leaf_counts if leaf_counts is None else leaf_counts)
 
 
-def from_csv(persons: str | Path, races: int = 63, total_level: str = "state") -> TopDownData:
+def from_csv(
+    persons: str | Path, races: int = 63, total_level: str = "state", blocks: str | Path | None = None
+) -> TopDownData:
     """Load person records (``geocode`` plus one column per PL94 attribute, value labels).
 
     The public knowledge is the population invariant down to ``total_level``; GQ facts,
-    zeros and edits are not in the file.
+    zeros and edits are not in the file.  ``blocks`` is a CSV with a ``geocode`` column
+    listing the public blocks (empty ones too); without it the geography is the set of
+    blocks that have persons, which depends on the data.  Every problem names the file.
     """
-    frame = pd.read_csv(persons, dtype=str)
+    level = LEVELS.get(total_level)
+    if level is None:
+        raise DataValidationError("total_level", f"must be one of {list(LEVELS)}, got {total_level!r}")
     schema = pl94_schema(races)
-    missing = sorted({"geocode", *schema.names} - set(frame.columns))
-    if missing:
-        raise DataValidationError(str(persons), f"missing columns {missing}")
-    geography = geography_from_geocodes(frame["geocode"])
+    frame = _read_csv(persons, ["geocode", *schema.names])
+    codes = frame["geocode"] if blocks is None else _read_csv(blocks, ["geocode"])["geocode"]
+    geography = _geography(codes, blocks or persons)
     positions = []
     for attr in schema.attributes:
         bad = sorted(set(frame[attr.name]) - set(attr.values))
@@ -214,8 +229,42 @@ def from_csv(persons: str | Path, races: int = 63, total_level: str = "state") -
         positions.append(frame[attr.name].map({v: i for i, v in enumerate(attr.values)}).to_numpy())
     cells = np.ravel_multi_index(positions, schema.shape)
     leaf_row = {geography.names[i]: k for k, i in enumerate(geography.leaves)}
+    unknown = sorted(set(frame["geocode"]) - set(leaf_row))
+    if unknown:
+        raise DataValidationError(str(persons), f"geocodes not in the block list {blocks}: {unknown[:5]}")
     rows = frame["geocode"].map(leaf_row).to_numpy()
     counts = sp.csr_matrix((np.ones(len(frame), np.int64), (rows, cells)), shape=(len(leaf_row), schema.size))
-    level = {"nation": 1, "state": 2, "county": 3, "tract": 4, "block group": 5, "block": 6}[total_level]
     knowledge = PublicKnowledge.from_region_totals(geography, _region_totals(geography, counts), level)
     return TopDownData(schema, geography, counts, knowledge, name=Path(persons).stem)
+
+
+def _read_csv(path: str | Path, columns: list[str]) -> pd.DataFrame:
+    """A CSV of text columns with at least one row and every value of ``columns`` filled in."""
+    try:
+        frame = pd.read_csv(path, dtype=str, encoding="utf-8-sig", keep_default_na=False)
+    except (FileNotFoundError, IsADirectoryError) as err:
+        raise DataValidationError(str(path), "file not found") from err
+    except UnicodeDecodeError as err:
+        raise DataValidationError(str(path), f"is not UTF-8 text ({err.reason} at byte {err.start})") from err
+    except pd.errors.EmptyDataError as err:
+        raise DataValidationError(str(path), "is empty (expected a header row and data rows)") from err
+    except pd.errors.ParserError as err:
+        raise DataValidationError(str(path), f"is not a readable CSV: {err}") from err
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise DataValidationError(str(path), f"missing columns {missing} (has {list(frame.columns)})")
+    if frame.empty:
+        raise DataValidationError(str(path), "has a header but no rows")
+    for column in columns:
+        blank = frame.index[frame[column].str.strip() == ""]
+        if len(blank):
+            raise DataValidationError(str(path), f"column {column!r} is empty on data row {blank[0] + 1}")
+    return frame
+
+
+def _geography(codes, path):
+    """The geography tree of the geocodes in ``codes``; a malformed geocode is refused naming ``path``."""
+    try:
+        return geography_from_geocodes(codes)
+    except DataValidationError as err:
+        raise DataValidationError(str(path), err.problem) from err
