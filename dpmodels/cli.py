@@ -24,6 +24,7 @@ from dpmodels.facility import compare as facility_compare
 from dpmodels.pgsr import release as pgsr_release
 from dpmodels.submodular import bench as submodular_bench
 from dpmodels.submodular import compare as submodular_compare
+from dpmodels.topdown import release as topdown_release
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,6 +160,7 @@ def _parser() -> argparse.ArgumentParser:
     rel = sub.add_parser("release", help="private release of your data (secure exact noise, budget, ledger)")
     rel_sub = rel.add_subparsers(dest="family", required=True)
     pgsr_release.add_parser(rel_sub)
+    topdown_release.add_parser(rel_sub)
     return parser
 
 
