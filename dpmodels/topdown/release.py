@@ -129,7 +129,7 @@ def add_parser(release_sub) -> None:
     p.add_argument(
         "--blocks",
         help="CSV with a geocode column: the public list of blocks, empty ones too "
-        "(default: the blocks of --persons, which depends on the data)",
+        "(if omitted, the blocks that appear in --persons, which depend on the data)",
     )
     p.add_argument("--executor", default="serial", help="serial, process, dask, or a number of processes")
     add_common_arguments(p, OUTPUTS)
