@@ -84,6 +84,8 @@ def _smear(x: np.ndarray) -> np.ndarray:
 def uniform_below(high, rng: np.random.Generator, size=None) -> np.ndarray:
     """Uniform integers in ``[0, high)`` (``1 <= high < 2^63``, scalar or array) by masked rejection."""
     high = np.asarray(high, dtype=np.int64)
+    if high.ndim == 0 and size is not None:
+        return _uniform_below_scalar(int(high), size, rng)
     if size is not None:
         high = np.broadcast_to(high, size)
     flat = high.ravel()
@@ -98,6 +100,22 @@ def uniform_below(high, rng: np.random.Generator, size=None) -> np.ndarray:
         out[todo[ok]] = draw[ok]
         todo = todo[~ok]
     return out.reshape(high.shape)
+
+
+def _uniform_below_scalar(high: int, size, rng: np.random.Generator) -> np.ndarray:
+    """:func:`uniform_below` for one bound: the same draws, without per-element masks."""
+    if not 1 <= high < 2**63:
+        raise PrivacyParameterError("high", f"uniform_below needs 1 <= high < 2^63, got {high}")
+    mask = np.uint64((1 << (high - 1).bit_length()) - 1)
+    n = int(np.prod(size)) if np.ndim(size) else int(size)
+    out = np.empty(n, dtype=np.int64)
+    todo = np.arange(n)
+    while todo.size:
+        draw = (_raw(rng, todo.size) & mask).astype(np.int64)
+        ok = draw < high
+        out[todo[ok]] = draw[ok]
+        todo = todo[~ok]
+    return out.reshape(size)
 
 
 def _uniform_below_int(high: int, rng: np.random.Generator) -> int:
