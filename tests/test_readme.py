@@ -64,3 +64,18 @@ def test_readme_facility_example_and_its_budget():
     summary = scope["report"].summary()
     assert summary["eps_used"] <= 1.0 and summary["L_prime"] == len(summary["noise_scales"])
     assert scope["report"].realized_cost >= scope["opt"] - 1e-9  # nothing beats the MIP optimum
+
+
+def test_readme_privacy_example_runs_as_a_script(tmp_path):
+    """Saved as a script and run in a fresh process, as a user would."""
+    import subprocess
+    import sys
+
+    section = README.read_text().split("\n## Privacy guarantees\n", 1)[1]
+    script = tmp_path / "privacy.py"
+    script.write_text(re.search(r"```python\n(.*?)```", section, re.S).group(1))
+    proc = subprocess.run([sys.executable, script], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "nothing was drawn" in proc.stdout
+    ledger = (tmp_path / "taxi.ledger.json").read_text()
+    assert '"private": true' in ledger and '"spent": {\n    "epsilon": "1"' in ledger
