@@ -5,7 +5,7 @@ model's site mode; on a general-metric :func:`~dpmodels.facility.models.build_uf
 runs the pipeline (FRT-λ tree, then Algorithm 2, facilities at representative leaves).  The
 mechanism's open set and each client's facility are loaded into ``y`` and ``x``: a feasible
 solution, never claimed optimal.  ``algorithm`` also selects Algorithm 1 (``base``) and the
-labelled reconstructions of spec 3.8.  The report (R, L', noise scales, ε used) is in
+labelled reconstructions of spec 3.8.  The report (R, L', noise scales, ε used, randomness source) is in
 ``results.extra_info``; the non-private ``base`` and ``open_all_client_locations`` report
 ``eps_used = inf`` and ``private = False``.
 
@@ -74,6 +74,7 @@ class FacilityMechanismSolver(StructureSolver):
             facility = to_site(run.facility[J]) if J.size else np.empty(0, np.int64)
             report = {"R": run.R.tolist(), "L_prime": run.lprime, "noise_scales": run.scales.tolist()}
             report.update(eps_used=run.eps_used, private=run.private, draws=run.draws, n_R=int(run.R.size))
+            report["randomness"] = run.randomness
             report[true_label("cost")] = run.cost
         elif isinstance(inst, UFLInstance):
             rep = self.solve_data(

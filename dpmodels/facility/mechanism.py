@@ -17,7 +17,10 @@
   RECONSTRUCTIONS inspired by the paper's description of Gupta et al. 2010, not their verified
   algorithm; ``open_all_client_locations`` is the trivial solution.
 
-Floating-point Laplace noise (numpy) is used; side channels of float sampling are out of scope (A16).
+No Laplace variable is ever drawn: each noisy node's mark is drawn exactly from its law
+(:mod:`.marks`, integer arithmetic on the generator's raw words), so nothing leaks through the
+low bits of a floating-point sample (Mironov 2012).  ``rng=None`` draws from the secure
+generator; a seed is for experiments (releases record the source, ``describe(rng)``).
 """
 
 from __future__ import annotations
@@ -29,14 +32,17 @@ import numpy as np
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import make_rng
+from dpmodels.core.randomness import describe
 
 from .data import HST, HSTInstance, UFLInstance, check_epsilon, check_lambda
 from .hst import Embedding, frt_embedding, minset, nearest_in, node_distance, pad, rep, subtree_counts
+from .marks import draw_marks, exact_spend, float_above, level_thresholds
 
 __all__ = [
     "SITE_MODES",
     "BASELINES",
     "NON_PRIVATE",
+    "NO_RANDOMNESS",
     "MAX_LPRIME",
     "robust_lprime",
     "noise_constant",
@@ -68,6 +74,8 @@ BASELINES = {
 #: Deterministic functions of N: their output changes between neighbours with probability 1, so no
 #: finite ε covers them and they report ``eps_used = inf`` and ``private = False``.
 NON_PRIVATE = frozenset({"base", "open_all_client_locations"})
+#: The randomness source recorded by the deterministic algorithms, which draw nothing.
+NO_RANDOMNESS = "none: deterministic, nothing drawn"
 #: Largest L' accepted: padding builds a tree of depth >= L' (spec 2.1 footnote 1).
 MAX_LPRIME = 10_000
 
@@ -117,8 +125,9 @@ def noise_scales(f: float, lam: float, lprime: int) -> np.ndarray:
 
 
 def epsilon_used(f: float, lam: float, lprime: int) -> float:
-    """Basic composition over one ancestor per noisy level: ``sum_ℓ 1/b_ℓ`` (spec 3.6, <= ε)."""
-    return float(np.sum(1.0 / noise_scales(f, lam, lprime))) if lprime > 0 else 0.0
+    """Basic composition over one ancestor per noisy level: ``sum_ℓ 1/b_ℓ`` (spec 3.6, <= ε), computed
+    exactly for the float scales and rounded up (:func:`.marks.exact_spend`)."""
+    return float_above(exact_spend(noise_scales(f, lam, lprime))) if lprime > 0 else 0.0
 
 
 def true_label(name: str) -> str:
@@ -131,7 +140,8 @@ class TreeRelease:
     """Everything a tree run publishes, and nothing else (spec 3.4, A15): the tree T (padded so
     that ``L >= L'``, data independent) and ``R`` (node ids), with the public parameters ``ε``,
     ``L'``, the per-level noise scales and ``ε used`` (``inf`` and ``private = False`` for the
-    algorithms of :data:`NON_PRIVATE`, whose R is a deterministic function of N).
+    algorithms of :data:`NON_PRIVATE`, whose R is a deterministic function of N), and the
+    randomness source of the marks (``describe(rng)``; :data:`NO_RANDOMNESS` if nothing is drawn).
 
     Each client derives its facility from (T, R) alone.  Releases compare by value (:meth:`as_dict`).
     """
@@ -144,13 +154,15 @@ class TreeRelease:
     scales: tuple
     tree: HST
     R: tuple
+    randomness: str = NO_RANDOMNESS
 
     def as_dict(self) -> dict:
         """The release as plain Python values (the tree as its parent, level, λ and leaf arrays)."""
         tree = {"parent": self.tree.parent.tolist(), "level": self.tree.level.tolist(), "lam": self.tree.lam}
         tree["leaf_node"] = self.tree.leaf_node.tolist()
         fields = ("algorithm", "private", "epsilon", "eps_used", "lprime")
-        return {**{k: getattr(self, k) for k in fields}, "scales": list(self.scales), "tree": tree, "R": list(self.R)}
+        out = {k: getattr(self, k) for k in fields} | {"scales": list(self.scales), "tree": tree, "R": list(self.R)}
+        return out | {"randomness": self.randomness}
 
     def __eq__(self, other) -> bool:
         return isinstance(other, TreeRelease) and self.as_dict() == other.as_dict()
@@ -181,8 +193,9 @@ class TreeRun:
     published.  ``assign`` (``s_T(v)``, every location's nearest member of R) is a function of
     (T, R) alone.  ``S``, ``facility``, ``facility_cost``, ``connection_cost`` and ``cost`` are
     read-only aliases of ``diagnostics``: they depend on the true counts N.
-    ``eps_used`` is the privacy spent (basic composition, spec 3.6); it is ``inf`` for the
-    non-private algorithms of :data:`NON_PRIVATE` (and by default, the safe side).
+    ``eps_used`` is the privacy spent (basic composition, spec 3.6, the exact ``sum 1/b_ℓ`` rounded
+    up); it is ``inf`` for the non-private algorithms of :data:`NON_PRIVATE` (and by default, the
+    safe side).  ``randomness`` names the marks' source (``describe(rng)``).
     """
 
     algorithm: str
@@ -197,6 +210,7 @@ class TreeRun:
     scales: np.ndarray = field(default_factory=lambda: np.empty(0))
     eps_used: float = math.inf
     draws: int = 0
+    randomness: str = NO_RANDOMNESS
 
     S = property(lambda self: self.diagnostics.S, doc="Opened node ids (true-data diagnostic).")
     facility = property(lambda self: self.diagnostics.facility, doc="Serving node per location (diagnostic).")
@@ -214,7 +228,8 @@ class TreeRun:
         """What the run publishes: (T, R) and the public parameters, nothing computed from N but R."""
         scales = tuple(float(b) for b in self.scales)
         R = tuple(int(u) for u in self.R)
-        return TreeRelease(self.algorithm, self.private, self.epsilon, self.eps_used, self.lprime, scales, self.tree, R)
+        fields = (self.algorithm, self.private, self.epsilon, self.eps_used, self.lprime, scales, self.tree, R)
+        return TreeRelease(*fields, self.randomness)
 
 
 def _serve(tree: HST, f: float, N: np.ndarray, R: np.ndarray, sites: str, n_original: int | None = None):
@@ -263,7 +278,9 @@ def run_tree(instance: HSTInstance, epsilon: float, algorithm: str = "dp", rng=N
     always marked; a node ``u`` at ``ℓ < L'`` with subtree count ``N_u``, threshold ``τ = f/λ^ℓ``
     and scale ``b = scales[ℓ]`` is marked independently with ``P[N_u + Lap(b) >= τ]``, that is
     ``½ e^{-γ}`` if ``N_u < τ`` and ``1 - ½ e^{-γ}`` otherwise, ``γ = |τ - N_u| / b``
-    (``= c η^{L'-ℓ} |1 - N_u λ^ℓ / f|`` for ``dp`` and ``dp_all_marked``).
+    (``= c η^{L'-ℓ} |1 - N_u λ^ℓ / f|`` for ``dp`` and ``dp_all_marked``).  The marks are drawn
+    exactly from that law (:func:`.marks.draw_marks`, τ = ``Fraction(f) / Fraction(λ^ℓ)`` from the
+    floats); ``rng=None`` is the secure generator.
     """
     if algorithm not in BASELINES:
         raise DataValidationError("algorithm", f"must be one of {sorted(BASELINES)}, got {algorithm!r}")
@@ -274,31 +291,34 @@ def run_tree(instance: HSTInstance, epsilon: float, algorithm: str = "dp", rng=N
     lp = robust_lprime(eps, f, lam)
     tree = pad(instance.tree, lp)
     n_original = instance.tree.n_nodes
-    counts = subtree_counts(tree, N).astype(float)
+    counts = subtree_counts(tree, N)
     level = tree.level
-    weight = lam ** level.astype(float)
-    scales, used, draws = np.empty(0), math.inf, 0  # inf: the non-private algorithms (NON_PRIVATE)
+    scales, used, draws, source = np.empty(0), math.inf, 0, NO_RANDOMNESS  # inf: NON_PRIVATE
     if algorithm == "open_all_client_locations":
         marked = level >= 0
         R = tree.leaf_node[N > 0] if np.any(N > 0) else tree.leaf_node
         assign, diagnostics = _serve(tree, f, N, R, sites, n_original)
         return TreeRun(algorithm, tree, eps, lp, marked, np.sort(R), sites, assign, diagnostics, scales, used)
     if algorithm == "base":
-        values = counts
+        marked = (level >= lp) | (counts * lam ** level.astype(float) >= f)
     else:
-        noisy = np.flatnonzero(level < lp)  # every node below L', empty ones included
-        if algorithm in ("dp", "dp_all_marked"):
-            scales = noise_scales(f, lam, lp)
-        else:
-            scales = np.full(lp, lp / eps)
-        used = float(np.sum(1.0 / scales)) if lp > 0 else 0.0
-        values = counts.copy()
-        values[noisy] += make_rng(rng).laplace(0.0, scales[level[noisy]]) if noisy.size else 0.0
-        draws = int(noisy.size)
-    marked = (level >= lp) | (values * weight >= f)
+        scales = noise_scales(f, lam, lp) if algorithm in ("dp", "dp_all_marked") else np.full(lp, lp / eps)
+        used = float_above(exact_spend(scales))
+        rng = make_rng(rng)
+        source = describe(rng)
+        marked, draws = _noisy_marks(counts, level, lp, scales, level_thresholds(f, lam, lp), rng)
     R = np.flatnonzero(marked if algorithm in ("dp_all_marked", "gupta_style") else minset(tree, marked))
     assign, diagnostics = _serve(tree, f, N, R, sites, n_original)
-    return TreeRun(algorithm, tree, eps, lp, marked, R, sites, assign, diagnostics, scales, used, draws)
+    return TreeRun(algorithm, tree, eps, lp, marked, R, sites, assign, diagnostics, scales, used, draws, source)
+
+
+def _noisy_marks(counts, level, lp: int, scales, thresholds, rng) -> tuple[np.ndarray, int]:
+    """Every node at level >= L' marked; every node below (empty ones too) marked by its exact draw."""
+    marked = level >= lp
+    noisy = np.flatnonzero(~marked)
+    if noisy.size:
+        marked[noisy] = draw_marks(counts[noisy], level[noisy], scales, thresholds, rng)
+    return marked, int(noisy.size)
 
 
 def _log_tail(x: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -385,7 +405,8 @@ class PipelineReport:
 
     def summary(self) -> dict:
         """The report of spec 8.1.5: the public |R|, L', L, per-level noise scales, ε used (inf if
-        not private) and ``d_min``, then the costs and |S|, labelled ``true ... (diagnostic)``."""
+        not private), ``d_min`` and the randomness source, then the costs and |S|, labelled
+        ``true ... (diagnostic)``."""
         facility_cost = self.f * self.S.size
         true = {
             "realized cost": self.realized_cost,
@@ -405,6 +426,7 @@ class PipelineReport:
             "noise_scales": self.run.scales.tolist(),
             "eps_used": self.run.eps_used,
             "d_min": self.embedding.scale,
+            "randomness": self.run.randomness,
         }
         return public | {true_label(k): v for k, v in true.items()}
 

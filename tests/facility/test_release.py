@@ -22,7 +22,7 @@ OTHER_COUNTS = [3, 1, 1, 0, 0, 0, 1, 1]  # example A has (3, 0, 1, 0, 0, 0, 0, 1
 
 def test_the_release_holds_exactly_the_published_fields():
     names = [f.name for f in dataclasses.fields(TreeRelease)]
-    assert names == ["algorithm", "private", "epsilon", "eps_used", "lprime", "scales", "tree", "R"]
+    assert names == ["algorithm", "private", "epsilon", "eps_used", "lprime", "scales", "tree", "R", "randomness"]
     run = algorithm2(instances.load("facility/example-a"), 1.0, rng=0)
     published = run.release.as_dict()
     assert set(published) == {*names}
@@ -74,6 +74,7 @@ def test_pipeline_release_and_labelled_summary():
     assert equal >= 3 and differing_costs >= 1
     s = a.summary()
     public = {"algorithm", "private", "epsilon", "R", "L_prime", "L", "noise_scales", "eps_used", "d_min"}
+    public |= {"randomness"}
     assert set(s) - public == {
         f"true {k} (diagnostic)"
         for k in ("realized cost", "set cost", "tree cost", "facility cost", "connection cost", "|S|")
