@@ -12,7 +12,11 @@ from .errors import (
 from .facade import compare, get_solver, solve, solver_names
 from .hierarchy import Hierarchy
 from .marker import StructureMarker, attach_marker, get_marker, model_fingerprint
-from .noise import double_geometric, laplace, make_rng, noise_scale, truncation_delta
+from .noise import double_geometric, laplace, noise_scale, truncation_delta
+from .randomness import describe, make_rng, release_rng, secure_generator
+from .samplers import discrete_gaussian, discrete_laplace
+from .selection import exponential_mechanism, sample_proportional
+from .session import BudgetExceededError, PrivacySession
 from .relax import relax_integer_vars
 
 __all__ = [
@@ -34,6 +38,15 @@ __all__ = [
     "get_marker",
     "model_fingerprint",
     "double_geometric",
+    "discrete_laplace",
+    "discrete_gaussian",
+    "exponential_mechanism",
+    "sample_proportional",
+    "secure_generator",
+    "release_rng",
+    "describe",
+    "PrivacySession",
+    "BudgetExceededError",
     "laplace",
     "make_rng",
     "noise_scale",
