@@ -5,7 +5,8 @@ counterexample at λ = 1.2), ``facility/example-e`` (7.6, privacy near-tightness
 ``facility/example-d`` (7.5, the 8-leaf star metric with m = 16).  Generators: random λ-HSTs,
 points in the plane (uniform or clustered) and in higher dimension, random geometric graphs with
 shortest-path metrics, the two-point and star lower-bound families with their closed-form optimum.
-:func:`from_files` loads a user's points and counts.
+:func:`from_files` loads a user's points and counts; :func:`from_csv` a points CSV with a count column
+(what ``dpmodels release facility`` reads).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import make_rng
@@ -38,6 +40,7 @@ __all__ = [
     "star_opt",
     "star_draw_counts",
     "from_files",
+    "from_csv",
 ]
 
 EXAMPLE_A_PARENT = [-1, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6]
@@ -305,3 +308,66 @@ def _read_table(path, field: str) -> np.ndarray:
     except Exception as err:  # ragged rows
         raise DataValidationError(field, f"{path}: rows of different lengths") from err
     return arr
+
+
+def from_csv(path, f: float = 1.0, count_column: str = "count", name: str | None = None) -> UFLInstance:
+    """A user's points CSV: a header row, one point per row, numeric coordinate columns (the public
+    locations) and ``count_column``, the clients at each point (non-negative integers, the private data).
+
+    Rows with identical coordinates are one location (their counts add up): the FRT tree needs
+    distinct locations, and the grouping depends on the public coordinates only.  ``info["rows"]``
+    holds each location's first data row (0-based) and ``info["columns"]`` the coordinate names.
+    Every problem is refused naming the file, the column and the row.
+    """
+    frame = _read_points_csv(path)
+    if count_column not in frame.columns:
+        raise DataValidationError(str(path), f"no {count_column!r} column of client counts (has {list(frame.columns)})")
+    columns = [c for c in frame.columns if c != count_column]
+    if not columns:
+        raise DataValidationError(str(path), "no coordinate columns besides the counts")
+    pts = np.column_stack([_numeric_column(frame, c, path) for c in columns])
+    counts = _numeric_column(frame, count_column, path)
+    bad = np.flatnonzero((counts < 0) | (counts != np.round(counts)))
+    if bad.size:
+        raise DataValidationError(
+            str(path),
+            f"column {count_column!r} must hold non-negative integers; data row {bad[0] + 1} has "
+            f"{frame[count_column].iloc[bad[0]]!r}",
+        )
+    _, first, group = np.unique(pts, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # locations in the order of their first row
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    N = np.bincount(rank[group.ravel()], weights=counts, minlength=order.size).astype(np.int64)
+    rows = first[order]
+    info = {"rows": rows, "columns": columns, "count_column": count_column}
+    return UFLInstance(points=pts[rows], f=f, N=N, name=name or Path(path).stem, info=info)
+
+
+def _read_points_csv(path) -> pd.DataFrame:
+    """The CSV as text columns: a readable UTF-8 file with a header and at least one row."""
+    try:
+        frame = pd.read_csv(path, dtype=str, encoding="utf-8-sig", keep_default_na=False)
+    except (FileNotFoundError, IsADirectoryError) as err:
+        raise DataValidationError(str(path), "file not found") from err
+    except UnicodeDecodeError as err:
+        raise DataValidationError(str(path), f"is not UTF-8 text ({err.reason} at byte {err.start})") from err
+    except pd.errors.EmptyDataError as err:
+        raise DataValidationError(str(path), "is empty (expected a header row and data rows)") from err
+    except pd.errors.ParserError as err:
+        raise DataValidationError(str(path), f"is not a readable CSV: {err}") from err
+    if frame.empty:
+        raise DataValidationError(str(path), "has a header but no rows")
+    return frame
+
+
+def _numeric_column(frame: pd.DataFrame, column: str, path) -> np.ndarray:
+    """``frame[column]`` as finite floats; a blank, non-numeric or infinite entry is refused with its row."""
+    text = frame[column].str.strip()
+    values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise DataValidationError(
+            str(path), f"column {column!r} needs finite numbers; data row {bad[0] + 1} has {text.iloc[bad[0]]!r}"
+        )
+    return values
