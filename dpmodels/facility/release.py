@@ -1,0 +1,224 @@
+"""Facility-location releases on a user's data: points with client counts -> the published (T, R).
+
+:func:`release` runs Algorithm 2 (DP-UFL-tree, spec 3.4) through a
+:class:`~dpmodels.core.session.PrivacySession`: on an HST instance directly, on points (or a
+metric) through the general-metric pipeline (FRT-λ tree, data independent, then Algorithm 2).
+The marks are drawn exactly (:mod:`.marks`) from the session's generator, secure unless the
+session is a declared experiment.  The mechanism's ledger has one row per noisy level
+(sensitivity 1, scale ``b_ℓ``, epsilon ``1/b_ℓ``); its total, the exact ``Σ 1/b_ℓ``, is below
+the request.  Only the release comes back: the tree T, the published super-set R, the public
+parameters and R's representative locations; never the opened set or any cost (those depend
+on the true counts).  ``dpmodels release facility`` wraps it for files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpmodels.core.accounting import Measurement, PrivacyLedger
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.release import add_common_arguments, finish, open_release
+from dpmodels.core.session import PrivacySession
+
+from .data import HSTInstance, UFLInstance, check_lambda
+from .hst import RADIUS_MODES, rep
+from .mechanism import SITE_MODES, TreeRelease, TreeRun, dp_ufl_general, run_tree
+
+__all__ = ["MARK_NOISE", "FacilityRelease", "release", "level_ledger", "facilities_frame", "tree_frame", "add_parser"]
+
+MARK_NOISE = "exact Laplace-tail marks: Bernoulli(P[N_u + Lap(b) >= f/lambda^l]), no Laplace drawn"
+
+
+@dataclass(frozen=True, eq=False)
+class FacilityRelease:
+    """What a facility release publishes, nothing computed from the counts but R.
+
+    ``tree`` is the tree run's :class:`~.mechanism.TreeRelease` (T, R, ε, L', scales, ε used,
+    randomness); ``scale`` the public ``d_min`` of the embedding (original distance = scale x
+    tree distance; 1 on an HST instance); ``facilities`` the location ``rep(u)`` of every
+    ``u`` in R, in R's order (post-processing of (T, R): where the candidates would open).
+    """
+
+    tree: TreeRelease
+    scale: float
+    facilities: np.ndarray
+
+    @property
+    def R(self) -> tuple:
+        return self.tree.R
+
+    def as_dict(self) -> dict:
+        return self.tree.as_dict() | {"scale": self.scale, "facilities": self.facilities.tolist()}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, FacilityRelease) and self.as_dict() == other.as_dict()
+
+
+def release(session: PrivacySession, epsilon, *, lam: float = 1.5, radius_mode: str = "tight", sites="leaves"):
+    """Spend ``epsilon`` of ``session`` on Algorithm 2; returns the :class:`FacilityRelease`.
+
+    The session's data is an :class:`HSTInstance` (run in site mode ``sites``) or a
+    :class:`UFLInstance` (points or a metric: the pipeline with ``lam`` and ``radius_mode``).
+    The options are checked before the session is charged, the data before anything is drawn.
+    """
+    lam = check_lambda(lam, "lam")
+    if radius_mode not in RADIUS_MODES:
+        raise DataValidationError("radius_mode", f"must be one of {RADIUS_MODES}, got {radius_mode!r}")
+    if sites not in SITE_MODES:
+        raise DataValidationError("sites", f"must be one of {SITE_MODES}, got {sites!r}")
+    return session.run("facility Algorithm 2 (DP-UFL-tree)", _mechanism(lam, radius_mode, sites), epsilon)
+
+
+def _mechanism(lam: float, radius_mode: str, sites: str):
+    """The session's mechanism: the marks drawn from ``rng``, the release and the per-level ledger."""
+
+    def run(data, epsilon, rng):
+        eps = _float_at_most(epsilon)
+        _check_instance(data)
+        if isinstance(data, HSTInstance):
+            tree_run, scale = run_tree(data, eps, "dp", rng=rng, sites=sites), 1.0
+        else:
+            report = dp_ufl_general(data, eps, lam=lam, radius_mode=radius_mode, rng=rng)
+            tree_run, scale = report.run, report.embedding.scale
+        return _publish(tree_run, scale), level_ledger(tree_run)
+
+    return run
+
+
+def _float_at_most(epsilon) -> float:
+    """The largest float not above the granted ``epsilon`` (a Fraction): the mechanism never asks for more."""
+    value = float(epsilon)
+    return math.nextafter(value, 0.0) if Fraction(value) > Fraction(epsilon) else value
+
+
+def _check_instance(data) -> None:
+    """A facility instance with one facility cost ``f > 0`` (refused before anything is drawn)."""
+    if not isinstance(data, HSTInstance | UFLInstance):
+        raise DataValidationError("data", f"must be an HSTInstance or a UFLInstance, got {type(data).__name__}")
+    if np.ndim(data.f) != 0 or not data.f > 0:
+        raise DataValidationError("f", f"the mechanism needs one facility cost f > 0, got {data.f!r}")
+
+
+def _publish(tree_run: TreeRun, scale: float) -> FacilityRelease:
+    """(T, R) and R's representative locations: nothing else leaves the mechanism."""
+    published = tree_run.release
+    tree = published.tree
+    facilities = tree.location_of[rep(tree)[np.asarray(published.R, dtype=np.int64)]]
+    return FacilityRelease(published, float(scale), facilities)
+
+
+def level_ledger(tree_run: TreeRun) -> PrivacyLedger:
+    """One measurement per noisy level ``ℓ < L'``: the marks of its nodes (disjoint subtrees, counts of
+    sensitivity 1, parallel within the level), scale ``b_ℓ`` and epsilon ``1/b_ℓ`` exactly; levels add up.
+
+    Built from :class:`~dpmodels.core.accounting.Measurement` directly: the marks sampler draws any
+    rational scale, so ``PrivacyLedger.record``'s bound for the integer samplers does not apply.
+    """
+    ledger = PrivacyLedger(randomness=tree_run.randomness)
+    nodes = np.bincount(tree_run.tree.level[tree_run.tree.level < tree_run.lprime], minlength=tree_run.lprime)
+    for lvl, b in enumerate(np.asarray(tree_run.scales, dtype=float).tolist()):
+        scale = Fraction(b)
+        query = f"marks at level {lvl}"
+        ledger.entries.append(
+            Measurement(query, f"level {lvl}", Fraction(1), 1 / scale, scale, MARK_NOISE, int(nodes[lvl]))
+        )
+    return ledger
+
+
+# ---------------------------------------------------------------------- output tables
+def facilities_frame(published: FacilityRelease, points: np.ndarray, rows, columns) -> pd.DataFrame:
+    """The published candidate facilities: ``node, level, point`` (data row of ``rep(u)``) and its coordinates."""
+    R = np.asarray(published.R, dtype=np.int64)
+    frame = pd.DataFrame(
+        {"node": R, "level": published.tree.tree.level[R], "point": np.asarray(rows)[published.facilities]}
+    )
+    return frame.join(pd.DataFrame(points[published.facilities], columns=columns))
+
+
+def tree_frame(published: FacilityRelease, points: np.ndarray, rows, columns) -> pd.DataFrame:
+    """The published tree: ``node, parent, level, rep_point`` (data row of the representative leaf),
+    ``in_R`` (member of the published R) and the representative's coordinates."""
+    tree = published.tree.tree
+    location = tree.location_of[rep(tree)]
+    in_R = np.zeros(tree.n_nodes, dtype=bool)
+    in_R[np.asarray(published.R, dtype=np.int64)] = True
+    frame = pd.DataFrame(
+        {
+            "node": np.arange(tree.n_nodes),
+            "parent": tree.parent,
+            "level": tree.level,
+            "rep_point": np.asarray(rows)[location],
+            "in_R": in_R,
+        }
+    )
+    return frame.join(pd.DataFrame(points[location], columns=columns))
+
+
+# ---------------------------------------------------------------------- command line
+def add_parser(release_sub) -> None:
+    """Register ``dpmodels release facility``."""
+    p = release_sub.add_parser(
+        "facility",
+        help="publish private facility locations for clients at points (points CSV with a count column)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument(
+        "--points",
+        required=True,
+        help="CSV with a header: coordinate columns (x,y,...; public) and a column of clients per point (private)",
+    )
+    p.add_argument("--count-column", default="count", help="the column of client counts in --points")
+    p.add_argument("--f", type=float, required=True, help="facility opening cost f > 0 (in coordinate units)")
+    p.add_argument("--lam", type=float, default=1.5, help="lambda of the FRT tree, in (1, 2)")
+    p.add_argument("--radius-mode", default="tight", choices=list(RADIUS_MODES), help="FRT radii")
+    p.add_argument("--tree-out", help="also write the published tree (node, parent, level, rep_point, in_R, ...)")
+    add_common_arguments(p, {"--out": "where to write the published facilities CSV (node, level, point, x, y, ...)"})
+    p.set_defaults(run=_run)
+
+
+def _run(args) -> int:
+    from instances.facility import from_csv
+
+    f = _check_cost(args.f)
+    lam = check_lambda(args.lam, "--lam")
+    data = from_csv(args.points, f=f, count_column=args.count_column)
+    flags = ["--out"] + (["--tree-out"] if args.tree_out else [])
+    session, outs, ledger = open_release(args, data, data.name, flags)
+    _refuse_overwriting_input({**outs, "--ledger": ledger}, args.points)
+    published = release(session, session.epsilon, lam=lam, radius_mode=args.radius_mode)
+    rows, columns = data.info["rows"], data.info["columns"]
+    facilities_frame(published, data.points, rows, columns).to_csv(outs["--out"], index=False)
+    if args.tree_out:
+        tree_frame(published, data.points, rows, columns).to_csv(outs["--tree-out"], index=False)
+    _report(published)
+    return finish(session, list(outs.values()), ledger)
+
+
+def _check_cost(f: float) -> float:
+    if not (math.isfinite(f) and f > 0):
+        raise DataValidationError("--f", f"must be a finite number > 0, got {f}")
+    return f
+
+
+def _refuse_overwriting_input(outputs: dict[str, Path], points) -> None:
+    """No output may replace the points file."""
+    source = Path(points).resolve()
+    for flag, path in outputs.items():
+        if path.resolve() == source:
+            raise DataValidationError(flag, f"{path} would overwrite the input --points")
+
+
+def _report(published: FacilityRelease) -> None:
+    """The public parameters of the release (nothing computed from the counts but R)."""
+    t = published.tree
+    print(
+        f"published {len(t.R)} candidate facilities (R) on a tree of {t.tree.n_nodes} nodes, L = {t.tree.L}, "
+        f"L' = {t.lprime}, d_min = {published.scale:g}; epsilon used {t.eps_used:.6g} of {t.epsilon:g}"
+    )
