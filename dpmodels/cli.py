@@ -21,6 +21,7 @@ from dpmodels.core import bench as noise_bench
 from dpmodels.core.errors import DPModelsError
 from dpmodels.facility import bench as facility_bench
 from dpmodels.facility import compare as facility_compare
+from dpmodels.facility import release as facility_release
 from dpmodels.pgsr import release as pgsr_release
 from dpmodels.submodular import bench as submodular_bench
 from dpmodels.submodular import compare as submodular_compare
@@ -161,6 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     rel_sub = rel.add_subparsers(dest="family", required=True)
     pgsr_release.add_parser(rel_sub)
     topdown_release.add_parser(rel_sub)
+    facility_release.add_parser(rel_sub)
     return parser
 
 
