@@ -4,18 +4,33 @@ Two count vectors run with the same noise draws mark the same nodes often enough
 do, their releases must be identical while the true-data diagnostics (opened set, costs) differ.
 Report entries computed from N are labelled ``true ... (diagnostic)``.  These tests failed before
 the split: runs had no ``release`` and kept S and the costs as plain fields next to R.
+
+``dpmodels release facility`` and :func:`dpmodels.facility.release.release` are run below as a user
+runs them: outputs, the ledger, refusals that write nothing, seeded experiments, one session.
 """
 
 import dataclasses
+import json
+import subprocess
+import sys
+from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import dpmodels
 import instances
-from dpmodels.facility.hst import frt_embedding
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE
+from dpmodels.core.session import BudgetExceededError, PrivacySession
+from dpmodels.facility.data import HST
+from dpmodels.facility.hst import frt_embedding, is_antichain
+from dpmodels.facility.marks import exact_spend
 from dpmodels.facility.mechanism import TreeRelease, algorithm2, dp_ufl_general, run_tree
 from dpmodels.facility.models import build_tree_model, build_ufl_mip
+from dpmodels.facility.release import FacilityRelease, level_ledger
+from dpmodels.facility.release import release as facility_release
 
 OTHER_COUNTS = [3, 1, 1, 0, 0, 0, 1, 1]  # example A has (3, 0, 1, 0, 0, 0, 0, 1)
 
@@ -91,3 +106,167 @@ def test_plugin_labels_the_true_cost():
     res = dpmodels.solve(build_ufl_mip(plane), "facility_mechanism", epsilon=1.0, seed=0)
     assert "cost" not in res.extra_info and "realized_cost" not in res.extra_info
     assert res.extra_info["true cost (diagnostic)"] == pytest.approx(res.incumbent_objective)
+
+
+# ------------------------------------------------------------------ dpmodels release facility, as a user runs it
+def dpmodels_release(*args):
+    command = [sys.executable, "-m", "dpmodels.cli", "release", "facility", *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+@pytest.fixture
+def points(tmp_path):
+    """200 points in the unit square with 0-3 clients each; rows 10 and 11 repeat rows 0 and 1."""
+    rng = np.random.default_rng(0)
+    xy = rng.random((200, 2)).round(4)
+    xy[[10, 11]] = xy[[0, 1]]
+    frame = pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1], "count": rng.integers(0, 4, 200)})
+    frame.to_csv(tmp_path / "points.csv", index=False)
+    return tmp_path
+
+
+def test_release_writes_facilities_tree_and_a_secure_ledger(points):
+    out, tree_out = points / "facilities.csv", points / "tree.csv"
+    proc = dpmodels_release(
+        "--points", points / "points.csv", "--epsilon", "1", "--f", "0.05", "--out", out, "--tree-out", tree_out
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "cost" not in proc.stdout and "|S|" not in proc.stdout  # nothing computed from the counts but R
+    data = pd.read_csv(points / "points.csv")
+    facilities, tree = pd.read_csv(out), pd.read_csv(tree_out)
+    assert list(facilities.columns) == ["node", "level", "point", "x", "y"] and len(facilities) > 0
+    assert facilities[["x", "y"]].to_numpy().tolist() == data.loc[facilities.point, ["x", "y"]].to_numpy().tolist()
+    assert list(tree.columns) == ["node", "parent", "level", "rep_point", "in_R", "x", "y"]
+    assert sorted(tree.node[tree.in_R]) == sorted(facilities.node)
+    hst = HST(tree.parent.to_numpy(), tree.level.to_numpy(), 1.5, np.flatnonzero(tree.level.to_numpy() == 0))
+    assert hst.n == 198 and is_antichain(hst, facilities.node.to_numpy())  # duplicates merged; R = minset(M)
+    assert not ({10, 11} & set(tree.rep_point)) and tree.loc[tree.level == 0, "rep_point"].nunique() == 198
+    ledger = json.loads((points / "facilities.ledger.json").read_text())
+    assert ledger["private"] is True and ledger["randomness"] == SECURE_SOURCE
+    assert Fraction(ledger["spent"]["epsilon"]) <= 1
+    (charge,) = ledger["charges"]
+    rows = charge["measurements"]
+    assert [r["query"] for r in rows] == [f"marks at level {lvl}" for lvl in range(len(rows))] and rows
+    assert all(r["sensitivity"] == 1 and r["epsilon"] == pytest.approx(1 / r["scale"]) for r in rows)
+    assert sum(r["epsilon"] for r in rows) <= 1 and charge["randomness"] == SECURE_SOURCE
+
+
+def _bad_points(tmp_path, kind):
+    path = tmp_path / f"{kind}.csv"
+    text = {
+        "empty": "",
+        "header-only": "x,y,count\n",
+        "no-count": "x,y\n0,0\n1,1\n",
+        "no-coordinates": "count\n1\n2\n",
+        "text-coordinate": "x,y,count\n0,0,1\nabc,1,2\n",
+        "text-count": "x,y,count\n0,0,1\n1,1,two\n",
+        "blank-count": "x,y,count\n0,0,1\n1,1,\n",
+        "negative-count": "x,y,count\n0,0,1\n1,1,-1\n",
+        "fractional-count": "x,y,count\n0,0,1\n1,1,1.5\n",
+        "infinite-coordinate": "x,y,count\n0,inf,1\n1,1,1\n",
+    }.get(kind)
+    if kind == "not-utf8":
+        path.write_bytes(b"x,y,count\n0,0,1\n1,1,2\n\xff\xfe,0,1\n")
+    elif kind != "missing":
+        path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "kind, message",
+    [
+        ("missing", "file not found"),
+        ("empty", "is empty"),
+        ("not-utf8", "not UTF-8"),
+        ("header-only", "no rows"),
+        ("no-count", "'count' column"),
+        ("no-coordinates", "no coordinate columns"),
+        ("text-coordinate", "column 'x' needs finite numbers; data row 2"),
+        ("text-count", "column 'count' needs finite numbers; data row 2"),
+        ("blank-count", "data row 2"),
+        ("negative-count", "non-negative integers"),
+        ("fractional-count", "non-negative integers"),
+        ("infinite-coordinate", "column 'y' needs finite numbers"),
+    ],
+)
+def test_bad_points_files_are_refused_before_anything_is_written(tmp_path, kind, message):
+    path = _bad_points(tmp_path, kind)
+    out = tmp_path / "o.csv"
+    proc = dpmodels_release(
+        "--points", path, "--epsilon", "1", "--f", "1", "--out", out, "--tree-out", tmp_path / "t.csv"
+    )
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({path.name} - {"missing.csv"})
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--f", "0"], "--f: must be a finite number > 0"),
+        (["--f", "-2"], "--f: must be a finite number > 0"),
+        (["--f", "nan"], "--f: must be a finite number > 0"),
+        (["--f", "cheap"], "invalid float value"),
+        (["--epsilon", "0"], "epsilon"),
+        (["--epsilon", "-1"], "epsilon"),
+        (["--seed", "3"], "not private"),
+        (["--lam", "2.5"], "--lam"),
+        (["--out", "{dir}/missing/o.csv"], "does not exist"),
+        (["--tree-out", "{dir}/missing/t.csv"], "does not exist"),
+        (["--out", "{dir}/points.csv"], "would overwrite the input"),
+        (["--tree-out", "{dir}/o.csv"], "must differ from --out"),
+    ],
+)
+def test_bad_requests_are_refused_before_anything_is_written(points, extra, message):
+    base = {"--points": points / "points.csv", "--epsilon": "1", "--f": "0.05", "--out": points / "o.csv"}
+    extra = [str(e).replace("{dir}", str(points)) for e in extra]
+    args = [a for flag, value in base.items() if flag not in extra for a in (flag, value)]
+    before = {p.name: p.read_bytes() for p in points.iterdir()}
+    proc = dpmodels_release(*args, *extra)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert {p.name: p.read_bytes() for p in points.iterdir()} == before
+
+
+def test_a_seeded_experiment_is_reproducible_and_labelled(points):
+    outputs = []
+    for name in ("a", "b"):
+        proc = dpmodels_release(
+            "--points", points / "points.csv", "--epsilon", "2", "--f", "0.05", "--out", points / f"{name}.csv",
+            "--tree-out", points / f"{name}-tree.csv", "--seed", "7", "--not-private",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        outputs.append([(points / f"{name}{suffix}.csv").read_text() for suffix in ("", "-tree")])
+    assert outputs[0] == outputs[1]
+    ledger = json.loads((points / "a.ledger.json").read_text())
+    assert ledger["private"] is False and ledger["randomness"] == SEEDED_SOURCE
+    assert ledger["charges"][0]["randomness"] == SEEDED_SOURCE
+
+
+def test_python_release_spends_from_one_session():
+    plane = instances.generate("facility/plane", seed=5, n=60, f=0.3)
+    session = PrivacySession(plane, epsilon=1)
+    first = facility_release(session, "0.6")
+    with pytest.raises(BudgetExceededError):
+        facility_release(session, "0.6")  # refused before anything is drawn
+    second = facility_release(session, "0.4")
+    assert session.spent_epsilon == 1 and len(session.charges) == 2
+    for published, charge in zip((first, second), session.charges, strict=True):
+        assert isinstance(published, FacilityRelease) and published.tree.randomness == SECURE_SOURCE
+        assert not any(hasattr(published, name) for name in ("S", "cost", "diagnostics", "facility"))
+        assert sum(row["epsilon"] for row in charge.measurements) <= charge.epsilon
+        assert published.tree.eps_used <= charge.epsilon and published.tree.epsilon <= charge.epsilon
+        assert len(published.facilities) == len(published.R) and published.scale > 0
+
+
+def test_python_release_on_a_tree_and_its_exact_ledger():
+    tree = instances.load("facility/example-a")
+    session = PrivacySession(tree, epsilon="0.75", seed=1, not_private=True)
+    published = facility_release(session, "0.75", sites="all_nodes")
+    assert published.scale == 1.0 and published.tree.lprime == 2
+    run = run_tree(tree, 0.75, rng=0)
+    ledger = level_ledger(run)
+    assert ledger.total_epsilon == exact_spend(run.scales) <= Fraction(3, 4)
+    assert ledger.to_frame()[["sensitivity", "cells"]].to_numpy().tolist() == [[1.0, 8], [1.0, 4]]
+    with pytest.raises(DataValidationError, match="f > 0"):
+        facility_release(PrivacySession(instances.load("facility/example-a", f=0.0), epsilon=1), 1)
+    with pytest.raises(DataValidationError, match="sites"):
+        facility_release(session, "0.1", sites="everywhere")
