@@ -5,6 +5,8 @@
   LB9, the exact leaf-only tree DP) and the FRT-λ embedding with its measured stretch.
 * :mod:`.mechanism` - Algorithm 1 (non-private), Algorithm 2 (ε-DP), the exact privacy-loss oracle,
   the general-metric pipeline publishing (T, R), and the labelled baseline reconstructions.
+* :mod:`.marks` - the exact draw of Algorithm 2's marks (no Laplace value formed, one raw word per node).
+* :mod:`.release` - ``release(session, epsilon)`` and ``dpmodels release facility`` (points CSV -> (T, R)).
 * :mod:`.models` - Pyomo builders: UFL MIP / LP relaxation, the tree model, the LB9 antichain LP.
 * :mod:`.compare`, :mod:`.bench` - ``dpmodels compare facility`` and ``dpmodels bench facility``.
 
