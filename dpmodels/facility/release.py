@@ -43,7 +43,8 @@ class FacilityRelease:
     ``tree`` is the tree run's :class:`~.mechanism.TreeRelease` (T, R, ε, L', scales, ε used,
     randomness); ``scale`` the public ``d_min`` of the embedding (original distance = scale x
     tree distance; 1 on an HST instance); ``facilities`` the location ``rep(u)`` of every
-    ``u`` in R, in R's order (post-processing of (T, R): where the candidates would open).
+    ``u`` in R, in R's order (post-processing of (T, R): where a candidate opens in the default
+    ``"leaves"`` site mode; in ``"all_nodes"`` mode the node itself is the site).
     """
 
     tree: TreeRelease
@@ -61,7 +62,9 @@ class FacilityRelease:
         return isinstance(other, FacilityRelease) and self.as_dict() == other.as_dict()
 
 
-def release(session: PrivacySession, epsilon, *, lam: float = 1.5, radius_mode: str = "tight", sites="leaves"):
+def release(
+    session: PrivacySession, epsilon, *, lam: float = 1.5, radius_mode: str = "tight", sites: str = "leaves"
+) -> FacilityRelease:
     """Spend ``epsilon`` of ``session`` on Algorithm 2; returns the :class:`FacilityRelease`.
 
     The session's data is an :class:`HSTInstance` (run in site mode ``sites``) or a
