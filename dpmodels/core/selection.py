@@ -53,23 +53,45 @@ def exponential_mechanism(scores, inv_temp, rng: np.random.Generator) -> int:
 
     ``inv_temp`` is a finite rational ``>= 0`` (``eps / (2 Delta)``); 0 is uniform.  The exponents
     are centred at the best score before anything else, so ties and huge scores are exact.
+    They are put on one integer denominator (:func:`_integer_exponents`, plain integer arithmetic
+    for float scores); below ``2^55`` the vectorized rejection runs on them directly, otherwise
+    (float scores times a decimal ``inv_temp``) on their split (:func:`_reject_split`), so no
+    candidate set falls back to a per-candidate Python loop.
     """
-    q = [as_rational(s, "scores") for s in np.asarray(scores, dtype=object).ravel()]
-    if not q:
-        raise DataValidationError("scores", "the exponential mechanism needs at least one candidate")
     beta = as_rational(inv_temp, "inv_temp")
     if beta < 0:
         raise PrivacyParameterError("inv_temp", f"must be >= 0, got {inv_temp!r}")
-    top = max(q)
-    gammas = [beta * (top - v) for v in q]
-    common = math.lcm(*(g.denominator for g in gammas))
-    if common < EXACT_LIMIT and max(g.numerator * (common // g.denominator) for g in gammas) < 2**62:
-        num = np.array([g.numerator * (common // g.denominator) for g in gammas], dtype=np.int64)
-        return _reject_vectorized(num, common, rng)
-    while True:
-        j = _uniform_below_int(len(gammas), rng)
-        if bernoulli_exp_scalar(gammas[j], rng):
-            return j
+    nums, den = _integer_exponents(scores, beta)
+    if den < EXACT_LIMIT and max(nums) < 2**62:
+        return _reject_vectorized(np.array(nums, dtype=np.int64), den, rng)
+    return _reject_split(nums, den, rng)
+
+
+def _integer_scores(scores) -> tuple[list[int], int]:
+    """Integers ``n_j`` and ``d`` with ``q_j = n_j / d`` exactly (floats: ``d`` a power of two)."""
+    arr = np.asarray(scores)
+    if arr.size == 0:
+        raise DataValidationError("scores", "the exponential mechanism needs at least one candidate")
+    if arr.dtype.kind != "f":
+        q = [as_rational(s, "scores") for s in arr.astype(object).ravel()]
+        common = math.lcm(*(v.denominator for v in q))
+        return [v.numerator * (common // v.denominator) for v in q], common
+    flat = arr.astype(np.float64).ravel()
+    if not np.isfinite(flat).all():
+        raise DataValidationError("scores", f"must be finite, got {flat[~np.isfinite(flat)][0]!r}")
+    ratios = [x.as_integer_ratio() for x in flat.tolist()]
+    bits = max(d.bit_length() for _, d in ratios)
+    return [n << (bits - d.bit_length()) for n, d in ratios], 1 << (bits - 1)
+
+
+def _integer_exponents(scores, beta: Fraction) -> tuple[list[int], int]:
+    """Integers ``e_j >= 0`` and the smallest ``d`` with ``beta (max q - q_j) = e_j / d`` exactly."""
+    ints, common = _integer_scores(scores)
+    top = max(ints)
+    nums = [beta.numerator * (top - v) for v in ints]
+    den = beta.denominator * common
+    g = math.gcd(den, *nums)
+    return [n // g for n in nums], den // g
 
 
 def _reject_vectorized(num: np.ndarray, den: int, rng) -> int:
@@ -79,6 +101,29 @@ def _reject_vectorized(num: np.ndarray, den: int, rng) -> int:
         accepted = np.flatnonzero(bernoulli_exp(num[candidates], np.int64(den), rng))
         if accepted.size:
             return int(candidates[accepted[0]])
+
+
+_SPLIT_DEN = 2**52  # the grid of the vectorized part of a split exponent (below EXACT_LIMIT)
+_SPLIT_CAP = 2**61  # its numerator cap: the vectorized part is at most 512 (exp(-512) ~ 1e-222)
+
+
+def _reject_split(nums: list[int], den: int, rng) -> int:
+    """:func:`_reject_vectorized` for exponents ``gamma_j = nums_j / den`` on any denominator.
+
+    Each is split as ``head_j / 2^52 + tail_j`` with ``head_j = min(floor(gamma_j 2^52), 2^61)``
+    and ``tail_j >= 0``: ``Bernoulli(exp(-gamma))`` is the AND of independent exact Bernoullis of
+    the head (int64 words, vectorized) and of the tail (below ``2^-52`` unless capped; Python
+    integers).  Trials are independent and taken in order, so drawing a trial's tail only when
+    its head passed (and no later trial's) keeps the law exact.
+    """
+    heads = np.array([min(n * _SPLIT_DEN // den, _SPLIT_CAP) for n in nums], dtype=np.int64)
+    while True:
+        candidates = uniform_below(heads.size, rng, size=_BATCH)
+        for i in np.flatnonzero(bernoulli_exp(heads[candidates], np.int64(_SPLIT_DEN), rng)):
+            j = int(candidates[i])
+            tail = Fraction(nums[j] * _SPLIT_DEN - int(heads[j]) * den, den * _SPLIT_DEN)
+            if not tail or bernoulli_exp_scalar(tail, rng):
+                return j
 
 
 def exact_integer_weights(weights) -> tuple[list[int], int]:
