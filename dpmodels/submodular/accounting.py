@@ -12,19 +12,30 @@ Totals: basic composition, and the corrected advanced composition (A8): zCDP (Bu
 In private mode, a non-private component (greedy on private data, an LP on the private gradient,
 deterministic pipage rounding) is refused unless flagged as a diagnostic, and so is a mechanism
 run at ``eps = inf`` (the exact argmax) or ``eps = 0`` (:func:`check_private_epsilon`).
+
+Charges are kept exactly as well: the step functions return Fractions (``eps`` read as the
+decimal it prints as, a Fraction as itself), so :meth:`PrivacyAccountant.basic_exact` is the
+rational total a :class:`~dpmodels.core.session.PrivacySession` adds (``0.1 + 0.1 + 0.1`` is
+``3/10``, not ``0.30000000000000004``).  The accountant also records where the mechanism's
+randomness came from (:attr:`PrivacyAccountant.randomness`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from dpmodels.core.errors import PrivacyParameterError
+from dpmodels.core.noise import exact
+from dpmodels.core.randomness import SECURE_SOURCE, describe
+from dpmodels.core.selection import as_rational
 
 __all__ = [
     "NonPrivateComponentError",
     "check_epsilon",
     "check_private_epsilon",
+    "exact_epsilon",
     "alg1_step_epsilon",
     "alg2_step_epsilon",
     "greedy_step_epsilon",
@@ -69,19 +80,29 @@ def check_private_epsilon(epsilon, private: bool, field: str = "epsilon") -> flo
     return eps
 
 
-def alg1_step_epsilon(epsilon: float, r: int) -> float:
+def exact_epsilon(epsilon) -> Fraction | float:
+    """``epsilon`` as an exact Fraction (a float read as the decimal it prints as); ``inf`` stays ``inf``."""
+    eps = check_epsilon(epsilon)
+    return eps if math.isinf(eps) else exact(epsilon, "epsilon")
+
+
+def alg1_step_epsilon(epsilon, r: int) -> Fraction | float:
     """Exact per-step privacy of Alg. 1: ``2 eps' * 2 Delta r = 2 eps r`` (spec 1.7)."""
-    return 2.0 * epsilon * r
+    return 2 * exact_epsilon(epsilon) * r
 
 
-def alg2_step_epsilon(epsilon: float, r: int, width: float, sensitivity: float) -> float:
-    """Exact per-step privacy of Alg. 2 with grid width ``ln(1+mu)``: ``2 eps r + eps width / Delta``."""
-    return 2.0 * epsilon * r + epsilon * width / sensitivity
+def alg2_step_epsilon(epsilon, r: int, width, sensitivity) -> Fraction | float:
+    """Exact per-step privacy of Alg. 2 with grid width ``ln(1+mu)``: ``2 eps r + eps width / Delta``.
+
+    ``width`` is the float the scores are quantised with, read as the dyadic rational it is."""
+    eps = exact_epsilon(epsilon)
+    return 2 * eps * r + eps * as_rational(width, "width") / exact(sensitivity, "sensitivity")
 
 
-def greedy_step_epsilon(epsilon: float, cancellation: bool = True) -> float:
+def greedy_step_epsilon(epsilon, cancellation: bool = True) -> Fraction | float:
     """Per-step privacy of Alg. 3/4 and Mitrovic's greedy: ``eps`` (tight) or ``2 eps`` (naive)."""
-    return epsilon if cancellation else 2.0 * epsilon
+    eps = exact_epsilon(epsilon)
+    return eps if cancellation else 2 * eps
 
 
 def calibrate_alg1(total_epsilon: float, T: int, r: int) -> float:
@@ -103,26 +124,43 @@ def calibrate_greedy(total_epsilon: float, r: int) -> float:
 
 @dataclass(frozen=True)
 class Charge:
-    """One mechanism call: what, its epsilon and delta."""
+    """One mechanism call: what, its epsilon and delta (floats), and both as exact rationals."""
 
     name: str
     epsilon: float
     delta: float = 0.0
+    exact_epsilon: Fraction | float | None = None  # None: read from ``epsilon``'s decimal
+    exact_delta: Fraction | None = None
+
+    def exact(self) -> tuple[Fraction | float, Fraction]:
+        """``(epsilon, delta)`` exactly: the recorded Fractions, else the floats' decimals."""
+        eps = self.exact_epsilon if self.exact_epsilon is not None else exact_epsilon(self.epsilon)
+        return eps, self.exact_delta if self.exact_delta is not None else exact(self.delta, "delta")
 
 
 @dataclass
 class PrivacyAccountant:
-    """Ledger of per-step charges; ``private=True`` refuses non-private components."""
+    """Ledger of per-step charges; ``private=True`` refuses non-private components.
+
+    ``randomness`` is :func:`~dpmodels.core.randomness.describe` of the mechanism's stream (set by
+    :meth:`note_randomness`; a seeded run marks the ledger not private for good)."""
 
     private: bool = True
     charges: list[Charge] = field(default_factory=list)
     diagnostics: list[str] = field(default_factory=list)
+    randomness: str = ""
 
-    def charge(self, name: str, epsilon: float, delta: float = 0.0) -> None:
+    def charge(self, name: str, epsilon, delta=0.0) -> None:
+        """Record one step; ``epsilon`` and ``delta`` may be Fractions (kept exactly) or floats."""
         eps = check_epsilon(epsilon)
         if not 0 <= delta < 1:
             raise PrivacyParameterError("delta", f"must be in [0, 1), got {delta}")
-        self.charges.append(Charge(name, eps, float(delta)))
+        self.charges.append(Charge(name, eps, float(delta), exact_epsilon(epsilon), exact(delta, "delta")))
+
+    def note_randomness(self, rng) -> None:
+        """Record the source of ``rng``; once a seeded (not private) stream is noted it stays noted."""
+        if self.randomness in ("", SECURE_SOURCE):
+            self.randomness = describe(rng)
 
     def require_private(self, component: str, diagnostic: bool = False) -> None:
         """Refuse ``component`` (it reads private data without noise) in private mode.
@@ -147,6 +185,11 @@ class PrivacyAccountant:
     def basic(self) -> tuple[float, float]:
         """Basic composition: ``(sum eps_i, sum delta_i)``."""
         return sum(c.epsilon for c in self.charges), sum(c.delta for c in self.charges)
+
+    def basic_exact(self) -> tuple[Fraction | float, Fraction]:
+        """:meth:`basic` in exact arithmetic (``inf`` if a diagnostic step was charged ``inf``)."""
+        pairs = [c.exact() for c in self.charges]
+        return sum((e for e, _ in pairs), Fraction(0)), sum((d for _, d in pairs), Fraction(0))
 
     def zcdp(self, delta_prime: float) -> tuple[float, float]:
         """Bun-Steinke: ``eps_i``-DP is ``eps_i^2/2``-zCDP; ``rho``-zCDP is ``(rho + 2 sqrt(rho ln 1/d'), d')``."""
@@ -182,6 +225,7 @@ class PrivacyAccountant:
             "epsilon": eps,
             "delta": delta,
             "diagnostics": list(self.diagnostics),
+            "randomness": self.randomness,
         }
 
 
