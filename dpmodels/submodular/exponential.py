@@ -9,17 +9,27 @@ factor ``exp(b m)``.
 
 ``b = inf`` is the argmax (lowest index on ties) and ``b = 0`` is uniform: the non-private and
 the data-independent limits.
+
+:func:`em_choice` draws its index with the exact core sampler
+(:func:`dpmodels.core.selection.exponential_mechanism`: the scores read as the dyadic rationals
+they are, rejection with exact ``Bernoulli(exp(-gamma))`` coins on the generator's raw words);
+the float probabilities it also returns are for reports and tests only.  The inverse temperature
+``eps / (2 Delta)`` is an exact Fraction (:func:`inverse_temperature`), so the law drawn is the
+one the accountant charges for, not its float rounding.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
+from dpmodels.core.noise import exact
+from dpmodels.core.selection import exponential_mechanism
 
-__all__ = ["em_probabilities", "em_choice", "centred_logits"]
+__all__ = ["em_probabilities", "em_choice", "centred_logits", "inverse_temperature"]
 
 
 def _check_em_inputs(scores, inv_temp) -> tuple[np.ndarray, float]:
@@ -36,9 +46,17 @@ def _check_em_inputs(scores, inv_temp) -> tuple[np.ndarray, float]:
     return q, inv_temp
 
 
-def _inv_temp(epsilon: float, sensitivity: float) -> float:
-    """``eps' = eps / (2 Delta)``, the inverse temperature of every EM of the paper (``inf`` stays ``inf``)."""
-    return math.inf if math.isinf(epsilon) else epsilon / (2.0 * sensitivity)
+def inverse_temperature(epsilon, sensitivity) -> Fraction | float:
+    """``eps' = eps / (2 Delta)`` exactly, the inverse temperature of every EM of the paper.
+
+    ``eps`` and ``Delta`` are read as the decimals they print as (``0.1`` is ``1/10``; a Fraction
+    stays itself), so ``eps'`` is the rational the privacy proof uses; ``eps = inf`` gives ``inf``."""
+    if math.isinf(float(epsilon)):
+        return math.inf
+    return exact(epsilon, "epsilon") / (2 * exact(sensitivity, "sensitivity"))
+
+
+_inv_temp = inverse_temperature  # the name the mechanisms used before
 
 
 def centred_logits(q: np.ndarray, inv_temp: float) -> np.ndarray:
@@ -66,14 +84,14 @@ def em_probabilities(scores, inv_temp: float) -> np.ndarray:
     return weights / weights.sum()
 
 
-def em_choice(scores, inv_temp: float, rng) -> tuple[int, np.ndarray]:
-    """Sample by the Gumbel-max trick ``argmax_j (inv_temp (q_j - max q) + G_j)``; returns
-    (index, probabilities).
+def em_choice(scores, inv_temp, rng) -> tuple[int, np.ndarray]:
+    """``(index, probabilities)``: the index drawn exactly by the core exponential mechanism, the
+    probabilities (floats, :func:`em_probabilities`) for reporting.
 
-    Floating point: a candidate whose probability is below about ``2^-53`` relative to the
-    leader can never win (probability 0), a delta-level caveat shared by the base samplers."""
-    q, inv_temp = _check_em_inputs(scores, inv_temp)
-    probs = em_probabilities(q, inv_temp)
-    if math.isinf(inv_temp):
+    ``inv_temp`` is a Fraction (:func:`inverse_temperature`), an int, or a float read as the dyadic
+    rational it is; ``inf`` is the argmax (lowest index on ties), drawing nothing."""
+    q, beta = _check_em_inputs(scores, inv_temp)
+    probs = em_probabilities(q, beta)
+    if math.isinf(beta):
         return int(np.argmax(probs)), probs
-    return int(np.argmax(centred_logits(q, inv_temp) + rng.gumbel(size=q.size))), probs
+    return exponential_mechanism(q, inv_temp, rng), probs

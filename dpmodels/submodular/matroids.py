@@ -1,11 +1,13 @@
 """Matroids on ``E = {0..n-1}``: uniform, partition, laminar, graphic and explicit (spec 1.4, 3.0, 6.1).
 
 Each matroid has an independence oracle, rank, the greedy max-weight independent set and base
-(exact by Edmonds' theorem), base enumeration for small instances, an exact sampler of the
-product-weight distribution ``Pr[B] ~ prod_{e in B} exp(l_e)`` (the exponential mechanism over
-bases, spec 3.1 ``cover="bases"``), the strong-exchange step of swap rounding, membership in
-the matroid polytope (6.2) and the Pyomo constraints of the polytope (6.1; Martin's compact
-extended formulation for graphic matroids).
+(exact by Edmonds' theorem), base enumeration for small instances, a floating-point sampler of
+the product-weight distribution ``Pr[B] ~ prod_{e in B} exp(l_e)`` (exact up to float rounding;
+Algorithm 2 uses it for its data-independent uniform bases, while the private exponential
+mechanism over bases, spec 3.1 ``cover="bases"``, draws with the exact sampler of
+:mod:`.exact_bases`), the strong-exchange step of swap rounding, membership in the matroid
+polytope (6.2) and the Pyomo constraints of the polytope (6.1; Martin's compact extended
+formulation for graphic matroids).
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ class Matroid:
 
         Generic version: enumerate the bases (small |E|); subclasses have polynomial samplers.
         In floating point a base whose probability is below about ``2^-53`` can get probability 0
-        (a delta-level caveat, as for the Gumbel-max exponential mechanism).
+        (the private algorithms draw with :func:`.exact_bases.sample_base` instead).
         """
         bases = self.bases()
         lw = _check_log_weights(log_weights, self.n)
@@ -184,7 +186,7 @@ def esp_sample(log_weights: np.ndarray, size: int, rng) -> np.ndarray:
     Non-finite log-weights and ``size`` outside ``0..m`` are refused (review F3: an overflowed
     weight would otherwise give NaN probabilities and a silently wrong draw).  Floating point: an
     outcome whose probability is below about ``2^-53`` relative to the total can get probability 0,
-    a delta-level caveat shared with the Gumbel-max exponential mechanism (review F7).
+    a delta-level caveat (review F7); the private algorithms draw with :mod:`.exact_bases` instead.
     """
     lw = np.asarray(log_weights, dtype=np.float64)
     if lw.ndim != 1 or not np.all(np.isfinite(lw)):
@@ -357,7 +359,7 @@ class LaminarMatroid(Matroid):
         set size, truncated at each set's capacity, kept in log space (no overflow at any weight
         range).  The same computation runs whatever the weights, so the path is data independent.
         Floating point: a base whose probability is below about ``2^-53`` can get probability 0
-        (a delta-level caveat, as for the Gumbel-max exponential mechanism).
+        (the private algorithms draw with :mod:`.exact_bases` instead).
         """
         lw = np.asarray(log_weights, dtype=np.float64)
         if lw.shape != (self.n,) or not np.all(np.isfinite(lw)):
@@ -499,8 +501,8 @@ class GraphicMatroid(Matroid):
         (:meth:`_log_effective_conductance`), which keeps full relative accuracy for *any* range of
         weights.  So one code path serves every dataset: there is no range-dependent fallback or
         refusal, whose choice would itself depend on the private scores (review F2).  Floating
-        point: a forest whose probability is below about ``2^-53`` can get probability 0 (a
-        delta-level caveat, as for the Gumbel-max exponential mechanism)."""
+        point: a forest whose probability is below about ``2^-53`` can get probability 0 (the
+        private algorithms draw with :mod:`.exact_bases` instead)."""
         lw = np.asarray(log_weights, dtype=np.float64)
         if lw.shape != (self.n,) or not np.all(np.isfinite(lw)):
             raise DataValidationError("log_weights", f"need {self.n} finite log-weights")

@@ -1,13 +1,14 @@
 """Private algorithms: Algorithms 1-4 and Mitrovic's private greedy.
 
 Every exponential mechanism (:mod:`.exponential`, whose ``em_probabilities`` and ``em_choice``
-are re-exported here) uses inverse temperature ``eps' = eps / (2 Delta)`` (Def 2.7) and is
-charged its exact per-step cost (spec 1.7) in a :class:`PrivacyAccountant`.  Runs are private
+are re-exported here, and the base sampler of :mod:`.exact_bases`) draws exactly, with inverse
+temperature ``eps' = eps / (2 Delta)`` as a Fraction (Def 2.7), and is charged its exact
+per-step cost (spec 1.7) in a :class:`PrivacyAccountant`.  Runs are private
 unless flagged, so they need a finite ``eps > 0``; with ``diagnostic=True`` (or a non-private
 accountant) ``eps = inf`` is the argmax (lowest index on ties) and ``eps = 0`` is uniform.
 Data-independent randomness (gradient samples, Alg. 2 cover sub-samples, Alg. 4 subsets,
-rounding) comes from separate streams spawned from ``seed``; only the mechanism stream draws
-depend (through their probabilities) on the data.
+rounding) comes from streams separate from the mechanism's (:mod:`.streams`: secure without a
+seed, reproducible and not private with one; the accountant records which).
 
 ``alg1_distribution`` and ``alg3_distribution`` enumerate the exact output distributions on tiny
 instances: the privacy audit of spec 8.2.2 compares them on neighbouring datasets.
@@ -33,10 +34,12 @@ from .accounting import (
 )
 from .algorithms import GreedyResult, _extensions, check_pair, gradient_oracle, k_extensions, swap_rounding
 from .data import KSubmodularFunction, SetFunction
-from .exponential import _inv_temp, centred_logits, em_choice, em_probabilities
+from .exact_bases import sample_base as _sample_base
+from .exponential import _inv_temp, em_choice, em_probabilities
 from .matroids import Matroid
 from .multilinear import gradient, has_closed_form, multilinear
 from .results import ContinuousRelease, TrueDataDiagnostics, as_tuple, epsilon_spent
+from .streams import streams as _streams
 
 __all__ = [
     "em_probabilities",
@@ -62,9 +65,11 @@ __all__ = [
 # ----------------------------------------------------------------------------- streams
 
 
-def _streams(seed, names):
-    seqs = np.random.SeedSequence(seed if not isinstance(seed, np.random.Generator) else int(seed.integers(2**63)))
-    return dict(zip(names, (np.random.default_rng(s) for s in seqs.spawn(len(names))), strict=True))
+def _rngs(seed, names, acc: PrivacyAccountant) -> dict:
+    """The run's streams (:func:`.streams.streams`); ``acc`` records the mechanism stream's source."""
+    rngs = _streams(seed, names)
+    acc.note_randomness(rngs["em"])
+    return rngs
 
 
 # ----------------------------------------------------------------------------- covers
@@ -202,11 +207,11 @@ def private_continuous_greedy(
     bases by the spec 6.3 LP, A3)."""
     eps, acc = _run_ledger(epsilon, accountant, diagnostic)
     _, T = _check_run(F, M, eps, T)
-    rngs = _streams(seed, ["em", "gradient", "rounding"])
+    rngs = _rngs(seed, ["em", "gradient", "rounding"], acc)
     grad = gradient_oracle(F, gradient_mode, samples, rngs["gradient"])
     copies = _maurey_copies(cover, maurey_m)
     pts = None if cover == "maurey" else _cover_points(M, cover, q, points)
-    beta = _inv_temp(eps, F.sensitivity)
+    beta = _inv_temp(epsilon, F.sensitivity)
     start, scores = F.calls, 0
     total = np.zeros(F.n)  # x_t = (sum of directions) / T: no drift from repeated x + y/T (spec 8.4 T=1000)
     x = total
@@ -222,7 +227,7 @@ def private_continuous_greedy(
             idx, _ = em_choice(pts @ g, beta, rngs["em"])
             y = pts[idx]
             scores += len(pts)
-        acc.charge(f"alg1 step {t + 1}", alg1_step_epsilon(eps, M.r))
+        acc.charge(f"alg1 step {t + 1}", alg1_step_epsilon(epsilon, M.r))
         directions.append(y)
         total = total + y
         x = total / T
@@ -238,14 +243,6 @@ def _maurey_copies(cover: str, maurey_m) -> int:
     if maurey_m is None or int(maurey_m) < 1:
         raise DataValidationError("maurey_m", f"cover='maurey' needs maurey_m >= 1, got {maurey_m!r}")
     return int(maurey_m)
-
-
-def _sample_base(M: Matroid, g, beta: float, rng) -> np.ndarray:
-    """The EM over the bases: log-weights ``beta (g - max g)``, centred before scaling as in
-    :mod:`.exponential` (every base has ``r`` elements, so the shift leaves the law unchanged)."""
-    if math.isinf(beta):
-        return M.max_weight_base(g)
-    return M.sample_base(centred_logits(np.asarray(g, dtype=np.float64), beta), rng)
 
 
 def _finish(F, M, directions, acc, calls, scores, rounding, rng, info=None, parts=None) -> PrivateCGResult:
@@ -366,10 +363,10 @@ def improved_private_continuous_greedy(
     width = _alg2_width(eps, F.sensitivity, mu, mu_mode)
     bound, N, K_L = _alg2_size(F, M, width, sample_size, value_bound)
     acc = accountant if accountant is not None else PrivacyAccountant(private=True)
-    rngs = _streams(seed, ALG2_STREAMS)
+    rngs = _rngs(seed, ALG2_STREAMS, acc)
     grad = gradient_oracle(F, gradient_mode, samples, rngs["gradient"])
     pts = _cover_points(M, cover, q, None)
-    beta = _inv_temp(eps, F.sensitivity)
+    beta = _inv_temp(epsilon, F.sensitivity)
     start, scores = F.calls, 0
     total = np.zeros(F.n)
     x = total
@@ -380,7 +377,7 @@ def improved_private_continuous_greedy(
         quantised = width * np.floor(sub @ g / width)
         idx, _ = em_choice(quantised, beta, rngs["em"])
         scores += len(sub)
-        acc.charge(f"alg2 step {t + 1}", alg2_step_epsilon(eps, M.r, width, F.sensitivity))
+        acc.charge(f"alg2 step {t + 1}", alg2_step_epsilon(epsilon, M.r, width, F.sensitivity))
         directions.append(sub[idx])
         total = total + sub[idx]
         x = total / T
@@ -432,7 +429,7 @@ def _greedy_mechanism_setup(F, M: Matroid, epsilon, accountant, diagnostic: bool
     check_pair(F, M)
     eps, acc = _run_ledger(epsilon, accountant, diagnostic)
     _check_finite_scale(F, M, eps)
-    return eps, acc, _inv_temp(eps, F.sensitivity)
+    return eps, acc, _inv_temp(epsilon, F.sensitivity)
 
 
 def mitrovic_private_greedy(
@@ -445,7 +442,7 @@ def mitrovic_private_greedy(
 ) -> GreedyResult:
     """Mitrovic et al.: ``r`` EM steps over the feasible ``e`` with score ``F(S + e) - F(S)``; ``eps`` per step."""
     eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant, diagnostic)
-    rng = _streams(seed, ["em"])["em"]
+    rng = _rngs(seed, ["em"], acc)["em"]
     start = F.calls
     S = np.zeros(F.n, bool)
     order = []
@@ -460,7 +457,7 @@ def mitrovic_private_greedy(
         idx, _ = em_choice(gains, beta, rng)
         S[cand[idx]] = True
         order.append(cand[idx])
-        acc.charge(f"mitrovic step {t + 1}", greedy_step_epsilon(eps))
+        acc.charge(f"mitrovic step {t + 1}", greedy_step_epsilon(epsilon))
     calls = F.calls - start
     res = GreedyResult(S, TrueDataDiagnostics(F(S)), calls, order)
     res.accountant = acc
@@ -491,7 +488,7 @@ def private_k_greedy(
 ) -> GreedyResult:
     """Algorithm 3: ``r`` EM steps over ``Lambda(x) x [k]``; ``eps`` per step (cancellation), ``eps r`` total."""
     eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant, diagnostic)
-    rng = _streams(seed, ["em"])["em"]
+    rng = _rngs(seed, ["em"], acc)["em"]
     start = F.calls
     s = np.zeros(F.n, dtype=np.int64)
     order = []
@@ -499,7 +496,7 @@ def private_k_greedy(
         (e, i), _, _ = _k_step(F, s, k_extensions(M, s), beta, rng)
         s[e] = i
         order.append((e, i))
-        acc.charge(f"alg3 step {t + 1}", greedy_step_epsilon(eps))
+        acc.charge(f"alg3 step {t + 1}", greedy_step_epsilon(epsilon))
     calls = F.calls - start
     res = GreedyResult(s, TrueDataDiagnostics(F(s)), calls, order)
     res.accountant = acc
@@ -529,7 +526,7 @@ def private_k_greedy_sampled(
     if not 0 < gamma < 1:
         raise DataValidationError("gamma", f"the failure probability must be in (0, 1), got {gamma}")
     eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant, diagnostic)
-    rngs = _streams(seed, ALG4_STREAMS)
+    rngs = _rngs(seed, ALG4_STREAMS, acc)
     start = F.calls
     s = np.zeros(F.n, dtype=np.int64)
     order, redraws, sizes = [], 0, []
@@ -548,7 +545,7 @@ def private_k_greedy_sampled(
         (e, i), _, _ = _k_step(F, s, cand, beta, rngs["em"])
         s[e] = i
         order.append((e, i))
-        acc.charge(f"alg4 step {t}", greedy_step_epsilon(eps))
+        acc.charge(f"alg4 step {t}", greedy_step_epsilon(epsilon))
     calls = F.calls - start
     res = GreedyResult(s, TrueDataDiagnostics(F(s)), calls, order)
     res.accountant = acc

@@ -300,12 +300,36 @@ def _law_keys(law):
 
 @pytest.mark.parametrize(("cover", "q", "n"), [("bases", None, 1000), ("grid", 1, 1000)])
 def test_algorithm_1_sampler_matches_its_exact_law(cover, q, n):
-    """Review F5: the shipped Alg. 1 sampler (product-weight base sampler, or Gumbel EM over the grid)
+    """Review F5: the shipped Alg. 1 sampler (exact base sampler, or the exact core EM over the grid)
     at eps = 1, T = 2 against the enumerated law of x_T (spec 8.2.1)."""
     F, M = _sampler_case()
     law = _law_keys(alg1_distribution(F, M, 1.0, T=2, cover=cover, q=q))
     run = lambda s: private_continuous_greedy(F, M, 1.0, T=2, cover=cover, q=q, seed=s, rounding="none")  # noqa: E731
     _assert_law(run, law, n, _x_key)
+
+
+@pytest.mark.parametrize("path", ["partition", "graphic enumerated", "graphic conditional Poisson"])
+def test_algorithm_1_base_sampler_paths_match_the_exact_law(path, monkeypatch):
+    """Alg. 1 (cover = bases) at eps = 0.7 (inverse temperature 7/20, not dyadic) against
+    ``alg1_distribution``: the trap's partition matroid (one conditional Poisson per block), and a
+    graphic matroid through the enumerated bases or, forced, the conditional Poisson with a base check."""
+    from dpmodels.submodular import exact_bases
+    from dpmodels.submodular.data import WeightedCoverage
+    from dpmodels.submodular.matroids import GraphicMatroid
+
+    if path == "partition":
+        trap = instances.load("submodular/trap")
+        F, M = trap.function, trap.matroid
+    else:
+        inc = np.zeros((5, 6))
+        for e, users in enumerate([(0, 1, 2), (2, 3), (3, 4), (5,), (0, 5)]):
+            inc[e, list(users)] = 1
+        F, M = WeightedCoverage(inc, sensitivity=1.0), GraphicMatroid(4, [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)])
+    if path.endswith("Poisson"):
+        monkeypatch.setattr(exact_bases, "ENUMERATE_MAX", 0)
+    law = _law_keys(alg1_distribution(F, M, 0.7, T=2))
+    run = lambda s: private_continuous_greedy(F, M, 0.7, T=2, seed=s, rounding="none")  # noqa: E731
+    _assert_law(run, law, 800, _x_key)
 
 
 def test_algorithm_2_sampler_matches_its_law_given_the_subsamples():
@@ -394,7 +418,7 @@ def test_algorithm_2_accountant_fixed_constants(trap):
     assert run2() == pytest.approx(9.0) and run2(mu_mode="scale") == pytest.approx(10.0)
 
 
-def test_algorithm_2_sample_size_is_public(trap):
+def test_algorithm_2_sample_size_is_public(trap, monkeypatch):
     """Review F3 / e4: N and K_L came from the data-derived F.max_value, so D and D' drew different
     numbers of cover points (visible in the output law and in the released info)."""
     inst = instances.generate("submodular/facility", seed=0, n=6, customers=3, nearest=6, rank=2)
@@ -403,9 +427,21 @@ def test_algorithm_2_sample_size_is_public(trap):
     b = improved_private_continuous_greedy(Fp, M, 1.0, seed=0, rounding="none")
     assert a.info == b.info and a.info["value_bound"] == 3.0  # B * customers, both public
     assert (a.info["sample_size"], a.info["K_L"]) == alg2_sample_size(6, 2, 3.0, 1.0)
-    for s in range(5):  # eps -> 0: the EM ignores scores, so the same seed gives the same x_T
-        x = improved_private_continuous_greedy(F, M, 1e-12, seed=s, rounding="none").x
-        assert np.array_equal(x, improved_private_continuous_greedy(Fp, M, 1e-12, seed=s, rounding="none").x)
+    # the same seed draws the same sub-samples on D and D' (the exact EM's coins depend on the
+    # scores, so the outputs themselves are no longer coupled as they were under Gumbel-max)
+    from dpmodels.submodular import mechanism
+
+    drawn: list = []
+    original = mechanism._uniform_cover_sample
+    monkeypatch.setattr(mechanism, "_uniform_cover_sample", lambda *a: drawn.append(original(*a)) or drawn[-1])
+    for s in range(3):
+        runs = []
+        for D in (F, Fp):
+            drawn.clear()
+            N = improved_private_continuous_greedy(D, M, 1e-12, seed=s, rounding="none").info["sample_size"]
+            runs.append([sub.copy() for sub in drawn])
+        assert len(runs[0]) == M.r and all(len(sub) == N for sub in runs[0])
+        assert all(np.array_equal(u, v) for u, v in zip(*runs, strict=True))
     from dpmodels.submodular.data import CallableFunction
 
     G = CallableFunction(lambda S: float(min(len(S), 2)), 3, sensitivity=1.0)  # max_value read off fn
