@@ -20,6 +20,7 @@ import pandas as pd
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import make_rng
 from dpmodels.facility.data import HST, HSTInstance, UFLInstance, check_lambda
+from instances.userfiles import read_user_csv
 
 from . import register_generator, register_instance
 
@@ -319,7 +320,7 @@ def from_csv(path, f: float = 1.0, count_column: str = "count", name: str | None
     holds each location's first data row (0-based) and ``info["columns"]`` the coordinate names.
     Every problem is refused naming the file, the column and the row.
     """
-    frame = _read_points_csv(path)
+    frame = read_user_csv(path)
     if count_column not in frame.columns:
         raise DataValidationError(str(path), f"no {count_column!r} column of client counts (has {list(frame.columns)})")
     columns = [c for c in frame.columns if c != count_column]
@@ -342,23 +343,6 @@ def from_csv(path, f: float = 1.0, count_column: str = "count", name: str | None
     rows = first[order]
     info = {"rows": rows, "columns": columns, "count_column": count_column}
     return UFLInstance(points=pts[rows], f=f, N=N, name=name or Path(path).stem, info=info)
-
-
-def _read_points_csv(path) -> pd.DataFrame:
-    """The CSV as text columns: a readable UTF-8 file with a header and at least one row."""
-    try:
-        frame = pd.read_csv(path, dtype=str, encoding="utf-8-sig", keep_default_na=False)
-    except (FileNotFoundError, IsADirectoryError) as err:
-        raise DataValidationError(str(path), "file not found") from err
-    except UnicodeDecodeError as err:
-        raise DataValidationError(str(path), f"is not UTF-8 text ({err.reason} at byte {err.start})") from err
-    except pd.errors.EmptyDataError as err:
-        raise DataValidationError(str(path), "is empty (expected a header row and data rows)") from err
-    except pd.errors.ParserError as err:
-        raise DataValidationError(str(path), f"is not a readable CSV: {err}") from err
-    if frame.empty:
-        raise DataValidationError(str(path), "has a header but no rows")
-    return frame
 
 
 def _numeric_column(frame: pd.DataFrame, column: str, path) -> np.ndarray:

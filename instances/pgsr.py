@@ -17,6 +17,7 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.noise import make_rng
 from dpmodels.pgsr.data import GroupSizeData
+from instances.userfiles import read_user_csv
 
 from . import data_path, register_generator, register_instance
 
@@ -201,12 +202,17 @@ def from_csv(
     """
     if (counts is None) == (records is None):
         raise DataValidationError("counts/records", "give exactly one of counts= or records=")
-    tree = Hierarchy.from_parent_table(_read(hierarchy, {"region", "parent"}))
+    tree = Hierarchy.from_parent_table(read_user_csv(hierarchy, ["region", "parent"], dtype=None, keep_default_na=True))
     label = name or Path(counts or records).stem
     if records is not None:
-        frame = _read(records, {"user", "unit", "region", "quantity"}, dtype={"user": str, "unit": str, "region": str})
+        frame = read_user_csv(
+            records,
+            ["user", "unit", "region", "quantity"],
+            dtype={"user": str, "unit": str, "region": str},
+            keep_default_na=True,
+        )
         return GroupSizeData.from_records(frame, tree, N, overflow, label, z_max)
-    frame = _read(counts, {"region"}, dtype={"region": str})
+    frame = read_user_csv(counts, ["region"], dtype={"region": str}, keep_default_na=True)
     wide, sparse = _wide_counts(frame, counts, N)
     unknown = sorted(set(wide.index) - set(tree.names))
     if unknown:
@@ -223,17 +229,6 @@ def from_csv(
         if not np.array_equal(wide.loc[region].to_numpy(), data.counts[tree.index[region]]):
             raise DataValidationError(str(counts), f"counts of {region!r} differ from the sum of its leaves")
     return data
-
-
-def _read(path, required: set[str], dtype=None) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path, dtype=dtype, keep_default_na=True)
-    except FileNotFoundError as err:
-        raise DataValidationError(str(path), "file not found") from err
-    missing = sorted(required - set(frame.columns))
-    if missing:
-        raise DataValidationError(str(path), f"missing columns {missing} (has {list(frame.columns)})")
-    return frame
 
 
 def _wide_counts(frame: pd.DataFrame, path, N: int | None) -> pd.DataFrame:

@@ -30,6 +30,7 @@ from dpmodels.topdown.data import (
     microdata,
     pl94_schema,
 )
+from instances.userfiles import read_user_csv
 
 from . import register_generator
 
@@ -218,8 +219,8 @@ def from_csv(
     if level is None:
         raise DataValidationError("total_level", f"must be one of {list(LEVELS)}, got {total_level!r}")
     schema = pl94_schema(races)
-    frame = _read_csv(persons, ["geocode", *schema.names])
-    codes = frame["geocode"] if blocks is None else _read_csv(blocks, ["geocode"])["geocode"]
+    frame = read_user_csv(persons, ["geocode", *schema.names], nonblank=["geocode", *schema.names])
+    codes = frame["geocode"] if blocks is None else read_user_csv(blocks, ["geocode"], nonblank=["geocode"])["geocode"]
     geography = _geography(codes, blocks or persons)
     positions = []
     for attr in schema.attributes:
@@ -236,30 +237,6 @@ def from_csv(
     counts = sp.csr_matrix((np.ones(len(frame), np.int64), (rows, cells)), shape=(len(leaf_row), schema.size))
     knowledge = PublicKnowledge.from_region_totals(geography, _region_totals(geography, counts), level)
     return TopDownData(schema, geography, counts, knowledge, name=Path(persons).stem)
-
-
-def _read_csv(path: str | Path, columns: list[str]) -> pd.DataFrame:
-    """A CSV of text columns with at least one row and every value of ``columns`` filled in."""
-    try:
-        frame = pd.read_csv(path, dtype=str, encoding="utf-8-sig", keep_default_na=False)
-    except (FileNotFoundError, IsADirectoryError) as err:
-        raise DataValidationError(str(path), "file not found") from err
-    except UnicodeDecodeError as err:
-        raise DataValidationError(str(path), f"is not UTF-8 text ({err.reason} at byte {err.start})") from err
-    except pd.errors.EmptyDataError as err:
-        raise DataValidationError(str(path), "is empty (expected a header row and data rows)") from err
-    except pd.errors.ParserError as err:
-        raise DataValidationError(str(path), f"is not a readable CSV: {err}") from err
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise DataValidationError(str(path), f"missing columns {missing} (has {list(frame.columns)})")
-    if frame.empty:
-        raise DataValidationError(str(path), "has a header but no rows")
-    for column in columns:
-        blank = frame.index[frame[column].str.strip() == ""]
-        if len(blank):
-            raise DataValidationError(str(path), f"column {column!r} is empty on data row {blank[0] + 1}")
-    return frame
 
 
 def _geography(codes, path):
