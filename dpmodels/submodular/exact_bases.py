@@ -11,12 +11,15 @@ floating point, every coin is an exact ``Bernoulli(exp(-gamma))`` on the generat
   holds exactly its capacity.  Given the size, ``Pr[S] ~ prod_{e in S} exp(beta g_e)``, whatever
   ``tau``; ``tau`` (computed in floats) only sets the expected size to the capacity, so that a
   draw is accepted with probability about ``1 / sqrt(r)``.
-* any other matroid with at most :data:`ENUMERATE_MAX` candidate ``r``-sets: its bases are
-  enumerated (once per matroid) and :func:`dpmodels.core.selection.exponential_mechanism` runs
-  on their exact scores (integer sums of the gradient on a common power of two).
-* larger graphic or laminar matroids: conditional Poisson on the whole ground set, accepted when
-  the draw is a base.  Exact; the expected number of draws is ``1 / Pr[a draw is a base]``,
-  which grows with the weight range (a heavy cycle must lose one of its edges).
+* explicit matroids, and any other with at most :data:`ENUMERATE_MAX` candidate ``r``-sets:
+  the bases are enumerated (once per matroid) and
+  :func:`dpmodels.core.selection.exponential_mechanism` runs on their exact scores (integer
+  sums of the gradient on a common power of two).
+* larger graphic matroids: the sequential matrix-tree method with exact decisions
+  (:mod:`.exact_graphic`: rigorous interval bounds, refined in exact rational arithmetic).
+* larger laminar matroids: conditional Poisson on the whole ground set, accepted when the draw
+  is a base.  Exact, but the expected number of draws ``1 / Pr[a draw is a base]`` grows with
+  the weight range (a heavy set over its capacity must lose elements).
 
 ``beta = inf`` is the greedy max-weight base (the non-private limit).
 """
@@ -35,7 +38,8 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.samplers import EXACT_LIMIT, bernoulli_exp, bernoulli_exp_scalar
 from dpmodels.core.selection import as_rational, exponential_mechanism
 
-from .matroids import Matroid, PartitionMatroid, UniformMatroid
+from .exact_graphic import sample_forest
+from .matroids import ExplicitMatroid, GraphicMatroid, Matroid, PartitionMatroid, UniformMatroid
 
 __all__ = ["ENUMERATE_MAX", "integer_vector", "ExpCoins", "logistic_bernoulli", "conditional_poisson", "sample_base"]
 
@@ -85,23 +89,38 @@ class ExpCoins:
         return ok
 
 
-def logistic_bernoulli(coins: ExpCoins, positive: np.ndarray, rng) -> np.ndarray:
+_ROUNDS = 4  # two-coin rounds drawn per pass (fewer, larger vectorized calls)
+_TRIALS = 4  # conditional Poisson trials drawn per batch (fewer for large blocks: about 4096 draws)
+
+
+def logistic_bernoulli(coins: ExpCoins, positive: np.ndarray, rng, items=None) -> np.ndarray:
     """Exact ``Bernoulli(sigma(z_j))`` with ``|z_j| = nums_j / den`` of ``coins`` and ``z_j >= 0`` where ``positive``.
+
+    One independent draw per entry of ``items`` (indices ``j``; default: each ``j`` once).
 
     The two-coin algorithm for ``p_1 / (p_1 + p_2)`` with ``{p_1, p_2} = {1, exp(-|z|)}``: a fair bit
     picks a coin; heads with coin ``p_1`` answers 1, tails with coin ``p_2`` answers 0, a failed coin
-    starts over.  At most two rounds are expected, since one of the coins is certain.
+    starts over.  A round decides with probability at least 1/2; :data:`_ROUNDS` independent rounds
+    are drawn at once per undecided element and the first decisive one answers (later rounds'
+    draws are discarded, which leaves the law exact).
     """
-    out = np.zeros(positive.size, dtype=bool)
-    todo = np.arange(positive.size)
+    items = np.arange(positive.size) if items is None else np.asarray(items)
+    out = np.zeros(items.size, dtype=bool)
+    todo = np.arange(items.size)
     while todo.size:
-        heads = (np.asarray(rng.bit_generator.random_raw(todo.size), dtype=np.uint64) & np.uint64(1)).astype(bool)
-        certain = heads == positive[todo]  # heads with p_1 = 1 (z >= 0), tails with p_2 = 1 (z < 0)
-        out[todo[certain]] = positive[todo[certain]]
-        coin_idx = todo[~certain]
-        success = coins.draw(coin_idx, rng)
-        out[coin_idx[success]] = ~positive[coin_idx[success]]
-        todo = coin_idx[~success]
+        raw = np.asarray(rng.bit_generator.random_raw(todo.size * _ROUNDS), dtype=np.uint64)
+        heads = (raw & np.uint64(1)).astype(bool).reshape(todo.size, _ROUNDS)
+        pos = positive[items[todo]][:, None]
+        decisive = heads == pos  # heads with p_1 = 1 (z >= 0), tails with p_2 = 1 (z < 0): certain
+        value = np.broadcast_to(pos, decisive.shape).copy()
+        row, col = np.nonzero(~decisive)
+        success = coins.draw(items[todo[row]], rng)
+        decisive[row[success], col[success]] = True
+        value[row[success], col[success]] = ~pos[row[success], 0]
+        done = decisive.any(axis=1)
+        first = decisive.argmax(axis=1)
+        out[todo[done]] = value[np.flatnonzero(done), first[done]]
+        todo = todo[~done]
     return out
 
 
@@ -122,7 +141,8 @@ def _threshold(logits: np.ndarray, size: int) -> float:
 def conditional_poisson(logits: list[int], den: int, size: int, rng, accept=None) -> np.ndarray:
     """Exactly ``size`` items (and ``accept(mask)`` true) with ``Pr[S] ~ exp(sum_{j in S} logits_j / den)``.
 
-    Independent exact ``Bernoulli(sigma(logits_j / den - tau))`` draws, repeated until accepted.
+    Independent exact ``Bernoulli(sigma(logits_j / den - tau))`` draws, repeated until accepted;
+    up to :data:`_TRIALS` trials are drawn per batch and the first accepted one, in order, is returned.
     """
     m = len(logits)
     if not 0 <= size <= m:
@@ -133,17 +153,23 @@ def conditional_poisson(logits: list[int], den: int, size: int, rng, accept=None
     diff = [v - t for v in logits]
     positive = np.array([d >= 0 for d in diff])
     coins = ExpCoins([abs(d) for d in diff], den)
+    trials = max(1, min(_TRIALS, 4096 // m))
+    items = np.tile(np.arange(m), trials)
     while True:
-        S = logistic_bernoulli(coins, positive, rng)
-        if int(S.sum()) == size and (accept is None or accept(S)):
-            return S
+        for S in logistic_bernoulli(coins, positive, rng, items).reshape(trials, m):
+            if int(S.sum()) == size and (accept is None or accept(S)):
+                return S.copy()
 
 
 def _bases(M: Matroid) -> np.ndarray:
     """Every base of ``M`` as rows of a 0/1 matrix (cached per matroid: public, data independent)."""
     if M not in _BASES:
         rows = []
-        for combo in itertools.combinations(range(M.n), M.r):
+        if isinstance(M, ExplicitMatroid):  # the family lists them: no search over r-sets
+            combos = sorted(tuple(sorted(S)) for S in M.family if len(S) == M.r)
+        else:
+            combos = itertools.combinations(range(M.n), M.r)
+        for combo in combos:
             mask = np.zeros(M.n, dtype=bool)
             mask[list(combo)] = True
             if M.is_independent(mask):
@@ -179,8 +205,10 @@ def sample_base(M: Matroid, g, beta, rng) -> np.ndarray:
         return conditional_poisson(logits, den, M.r, rng)
     if isinstance(M, PartitionMatroid):
         return _partition(M, logits, den, rng)
-    if math.comb(M.n, M.r) <= ENUMERATE_MAX:
+    if isinstance(M, ExplicitMatroid) or math.comb(M.n, M.r) <= ENUMERATE_MAX:
         return _enumerated(M, ints, Fraction(b.numerator, b.denominator * common), rng)
+    if isinstance(M, GraphicMatroid):
+        return sample_forest(M, logits, den, rng)
     return conditional_poisson(logits, den, M.r, rng, accept=M.is_independent)
 
 

@@ -143,13 +143,44 @@ def test_exact_base_sampler_matches_the_product_weight_law(kind):
     _check_base_sampler(M, g, Fraction(7, 10))
 
 
-@pytest.mark.parametrize("kind", ["laminar", "graphic", "explicit"])
-def test_conditional_poisson_with_a_base_check_matches_the_law(kind, monkeypatch):
-    """The path of larger graphic and laminar matroids (no enumeration), forced on small ones."""
+def test_conditional_poisson_with_a_base_check_matches_the_law(monkeypatch):
+    """The path of larger laminar matroids (no enumeration), forced on a small one."""
     monkeypatch.setattr(exact_bases, "ENUMERATE_MAX", 0)
     monkeypatch.setattr(exact_bases, "_enumerated", None)  # fail loudly if the enumeration still ran
-    M = make(kind)
+    M = make("laminar")
     _check_base_sampler(M, np.random.default_rng(4).normal(size=M.n), Fraction(3, 2), draws=2000)
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0])
+def test_sequential_forest_sampler_matches_the_law(scale, monkeypatch):
+    """Larger graphic matroids: exact sequential decisions (interval bounds), forced on small graphs,
+    at an ordinary and at a wide weight range (e^60 between gradients 2 x 30 apart)."""
+    monkeypatch.setattr(exact_bases, "ENUMERATE_MAX", 0)
+    monkeypatch.setattr(exact_bases, "_enumerated", None)
+    M = make("graphic")
+    _check_base_sampler(M, np.random.default_rng(5).normal(size=M.n) * scale, Fraction(7, 10), draws=2000)
+
+
+def test_sequential_forest_sampler_exact_fallback(monkeypatch):
+    """With the float intervals made useless, every decision runs in exact rational arithmetic."""
+    from dpmodels.submodular import exact_graphic
+
+    monkeypatch.setattr(exact_bases, "ENUMERATE_MAX", 0)
+    monkeypatch.setattr(exact_graphic._Conductances, "between", lambda self, u, v: (0.0, math.inf))
+    M = GraphicMatroid(4, [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)])
+    _check_base_sampler(M, np.array([0.3, 1.1, 0.2, 2.5, 0.7]), Fraction(7, 10), draws=600)
+
+
+def test_exp_bounds_bracket_the_exponential():
+    from dpmodels.submodular.exact_graphic import exp_bounds
+
+    for x in (Fraction(0), Fraction(-1, 3), Fraction(-7000, 3), Fraction(5, 7)):
+        lo, hi = exp_bounds(x, 30)
+        assert 0 < lo <= hi and hi - lo <= hi * Fraction(1, 10**24)
+        finer = exp_bounds(x, 60)
+        assert lo <= finer[0] <= finer[1] <= hi  # nested: the true value is inside both
+        if x > -700:
+            assert float(lo) == pytest.approx(math.exp(x), rel=1e-15)
 
 
 def test_partition_blocks_at_full_and_zero_capacity():

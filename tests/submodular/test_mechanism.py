@@ -308,11 +308,11 @@ def test_algorithm_1_sampler_matches_its_exact_law(cover, q, n):
     _assert_law(run, law, n, _x_key)
 
 
-@pytest.mark.parametrize("path", ["partition", "graphic enumerated", "graphic conditional Poisson"])
+@pytest.mark.parametrize("path", ["partition", "graphic enumerated", "graphic sequential"])
 def test_algorithm_1_base_sampler_paths_match_the_exact_law(path, monkeypatch):
     """Alg. 1 (cover = bases) at eps = 0.7 (inverse temperature 7/20, not dyadic) against
     ``alg1_distribution``: the trap's partition matroid (one conditional Poisson per block), and a
-    graphic matroid through the enumerated bases or, forced, the conditional Poisson with a base check."""
+    graphic matroid through the enumerated bases or, forced, the exact sequential forest sampler."""
     from dpmodels.submodular import exact_bases
     from dpmodels.submodular.data import WeightedCoverage
     from dpmodels.submodular.matroids import GraphicMatroid
@@ -325,7 +325,7 @@ def test_algorithm_1_base_sampler_paths_match_the_exact_law(path, monkeypatch):
         for e, users in enumerate([(0, 1, 2), (2, 3), (3, 4), (5,), (0, 5)]):
             inc[e, list(users)] = 1
         F, M = WeightedCoverage(inc, sensitivity=1.0), GraphicMatroid(4, [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)])
-    if path.endswith("Poisson"):
+    if path.endswith("sequential"):
         monkeypatch.setattr(exact_bases, "ENUMERATE_MAX", 0)
     law = _law_keys(alg1_distribution(F, M, 0.7, T=2))
     run = lambda s: private_continuous_greedy(F, M, 0.7, T=2, seed=s, rounding="none")  # noqa: E731
