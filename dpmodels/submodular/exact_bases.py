@@ -15,11 +15,12 @@ floating point, every coin is an exact ``Bernoulli(exp(-gamma))`` on the generat
   the bases are enumerated (once per matroid) and
   :func:`dpmodels.core.selection.exponential_mechanism` runs on their exact scores (integer
   sums of the gradient on a common power of two).
-* larger graphic matroids: the sequential matrix-tree method with exact decisions
-  (:mod:`.exact_graphic`: rigorous interval bounds, refined in exact rational arithmetic).
-* larger laminar matroids: conditional Poisson on the whole ground set, accepted when the draw
-  is a base.  Exact, but the expected number of draws ``1 / Pr[a draw is a base]`` grows with
-  the weight range (a heavy set over its capacity must lose elements).
+* larger graphic and laminar matroids: sequential exact decisions (:mod:`.exact_graphic`, the
+  matrix-tree method; :mod:`.exact_laminar`, generating polynomials over the laminar tree),
+  each comparing a lazily revealed uniform with rigorous bounds refined until they decide.
+* any other matroid class beyond enumeration: conditional Poisson on the whole ground set,
+  accepted when the draw is a base.  Exact, but the expected number of draws
+  ``1 / Pr[a draw is a base]`` grows with the weight range (a heavy circuit loses an element).
 
 ``beta = inf`` is the greedy max-weight base (the non-private limit).
 """
@@ -35,18 +36,18 @@ import numpy as np
 from scipy.special import expit
 
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.samplers import EXACT_LIMIT, bernoulli_exp, bernoulli_exp_scalar
 from dpmodels.core.selection import as_rational, exponential_mechanism
 
+from .exact_coins import ExpCoins, logistic_bernoulli
 from .exact_graphic import sample_forest
-from .matroids import ExplicitMatroid, GraphicMatroid, Matroid, PartitionMatroid, UniformMatroid
+from .exact_laminar import sample_laminar
+from .matroids import ExplicitMatroid, GraphicMatroid, LaminarMatroid, Matroid, PartitionMatroid, UniformMatroid
 
-__all__ = ["ENUMERATE_MAX", "integer_vector", "ExpCoins", "logistic_bernoulli", "conditional_poisson", "sample_base"]
+__all__ = ["ENUMERATE_MAX", "integer_vector", "conditional_poisson", "sample_base"]
 
 #: Bases are enumerated for the exact EM when ``C(|E|, r)`` is at most this (graphic, laminar, explicit).
 ENUMERATE_MAX = 20_000
-_SPLIT = 2**52  # grid of the vectorized head of an exponent on a large denominator
-_CAP = 2**61  # cap of a head's numerator (heads <= 512)
+_TRIALS = 4  # conditional Poisson trials drawn per batch (fewer for large blocks: about 4096 draws)
 _BASES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -58,70 +59,6 @@ def integer_vector(values) -> tuple[list[int], int]:
     ratios = [v.as_integer_ratio() for v in x.tolist()]
     bits = max((q.bit_length() for _, q in ratios), default=1)
     return [p << (bits - q.bit_length()) for p, q in ratios], 1 << (bits - 1)
-
-
-class ExpCoins:
-    """Exact ``Bernoulli(exp(-n_j / d))`` for integers ``n_j >= 0`` on one denominator ``d``, vectorized.
-
-    On int64 words directly when ``d < 2^55`` and ``n_j < 2^62``; otherwise each exponent is split
-    as ``head_j / 2^52 + tail_j`` (``tail_j >= 0``), the head drawn vectorized and the tail (below
-    ``2^-52`` unless the head is capped at 512) with Python integers only when the head succeeded:
-    the AND of two independent exact coins, as in the core exponential mechanism.
-    """
-
-    def __init__(self, nums: list[int], den: int):
-        self.nums, self.den = nums, den
-        self.direct = den < EXACT_LIMIT and max(nums, default=0) < 2**62
-        self.grid = den if self.direct else _SPLIT
-        heads = nums if self.direct else [min(n * _SPLIT // den, _CAP) for n in nums]
-        self.heads = np.array(heads, dtype=np.int64)
-
-    def draw(self, idx: np.ndarray, rng) -> np.ndarray:
-        """One coin for each index in ``idx`` (repeats allowed, all independent)."""
-        if idx.size == 0:
-            return np.zeros(0, dtype=bool)
-        ok = bernoulli_exp(self.heads[idx], np.int64(self.grid), rng)
-        if not self.direct:
-            for i in np.flatnonzero(ok):
-                j = int(idx[i])
-                tail = Fraction(self.nums[j] * _SPLIT - int(self.heads[j]) * self.den, self.den * _SPLIT)
-                ok[i] = not tail or bernoulli_exp_scalar(tail, rng)
-        return ok
-
-
-_ROUNDS = 4  # two-coin rounds drawn per pass (fewer, larger vectorized calls)
-_TRIALS = 4  # conditional Poisson trials drawn per batch (fewer for large blocks: about 4096 draws)
-
-
-def logistic_bernoulli(coins: ExpCoins, positive: np.ndarray, rng, items=None) -> np.ndarray:
-    """Exact ``Bernoulli(sigma(z_j))`` with ``|z_j| = nums_j / den`` of ``coins`` and ``z_j >= 0`` where ``positive``.
-
-    One independent draw per entry of ``items`` (indices ``j``; default: each ``j`` once).
-
-    The two-coin algorithm for ``p_1 / (p_1 + p_2)`` with ``{p_1, p_2} = {1, exp(-|z|)}``: a fair bit
-    picks a coin; heads with coin ``p_1`` answers 1, tails with coin ``p_2`` answers 0, a failed coin
-    starts over.  A round decides with probability at least 1/2; :data:`_ROUNDS` independent rounds
-    are drawn at once per undecided element and the first decisive one answers (later rounds'
-    draws are discarded, which leaves the law exact).
-    """
-    items = np.arange(positive.size) if items is None else np.asarray(items)
-    out = np.zeros(items.size, dtype=bool)
-    todo = np.arange(items.size)
-    while todo.size:
-        raw = np.asarray(rng.bit_generator.random_raw(todo.size * _ROUNDS), dtype=np.uint64)
-        heads = (raw & np.uint64(1)).astype(bool).reshape(todo.size, _ROUNDS)
-        pos = positive[items[todo]][:, None]
-        decisive = heads == pos  # heads with p_1 = 1 (z >= 0), tails with p_2 = 1 (z < 0): certain
-        value = np.broadcast_to(pos, decisive.shape).copy()
-        row, col = np.nonzero(~decisive)
-        success = coins.draw(items[todo[row]], rng)
-        decisive[row[success], col[success]] = True
-        value[row[success], col[success]] = ~pos[row[success], 0]
-        done = decisive.any(axis=1)
-        first = decisive.argmax(axis=1)
-        out[todo[done]] = value[np.flatnonzero(done), first[done]]
-        todo = todo[~done]
-    return out
 
 
 def _threshold(logits: np.ndarray, size: int) -> float:
@@ -209,6 +146,8 @@ def sample_base(M: Matroid, g, beta, rng) -> np.ndarray:
         return _enumerated(M, ints, Fraction(b.numerator, b.denominator * common), rng)
     if isinstance(M, GraphicMatroid):
         return sample_forest(M, logits, den, rng)
+    if isinstance(M, LaminarMatroid):
+        return sample_laminar(M, logits, den, rng)
     return conditional_poisson(logits, den, M.r, rng, accept=M.is_independent)
 
 

@@ -19,33 +19,15 @@ separate ``p_e`` from ``U``.  The bounds come from
 
 from __future__ import annotations
 
-import decimal
 import math
-from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 
 import numpy as np
 
+from .exact_coins import DIGITS, LazyUniform, exp_bounds
 from .matroids import GraphicMatroid
 
-__all__ = ["sample_forest", "exp_bounds"]
-
-_DIGITS = 25  # decimal digits of the first lam bounds (then 50, 100, ...)
-
-
-def exp_bounds(x: Fraction, digits: int) -> tuple[Fraction, Fraction]:
-    """Rationals ``lo <= exp(x) <= hi`` (relative gap about ``10^-digits``).
-
-    ``x`` is rounded outward to ``digits`` decimals; ``Decimal.exp`` is correctly rounded (to
-    nearest), so one step outward from its result bounds the true value."""
-    with decimal.localcontext() as ctx:
-        ctx.prec, ctx.Emin, ctx.Emax = digits, decimal.MIN_EMIN, decimal.MAX_EMAX
-        ctx.rounding = ROUND_FLOOR
-        low = Decimal(x.numerator) / Decimal(x.denominator)
-        ctx.rounding = ROUND_CEILING
-        high = Decimal(x.numerator) / Decimal(x.denominator)
-        ctx.rounding = ROUND_HALF_EVEN
-        return Fraction(low.exp().next_minus()), Fraction(high.exp().next_plus())
+__all__ = ["sample_forest"]
 
 
 def _down(x):
@@ -115,35 +97,15 @@ def _exact_conductance(M: GraphicMatroid, label, alive, lam: list[Fraction], u: 
     return C.get(u, {}).get(v, Fraction(0))
 
 
-class _LazyUniform:
-    """A uniform ``U`` in ``[0, 1)`` revealed 64 bits at a time: ``[m / 2^k, (m + 1) / 2^k)``."""
-
-    def __init__(self, rng):
-        self.rng, self.m, self.k = rng, 0, 0
-
-    def below(self, lo: Fraction, hi: Fraction) -> bool | None:
-        """``U < p`` for any ``p`` in ``[lo, hi]``, or None when the bounds are too wide to tell."""
-        while True:
-            left, right = Fraction(self.m, 1 << self.k), Fraction(self.m + 1, 1 << self.k)
-            if self.k and right <= lo:
-                return True
-            if self.k and left >= hi:
-                return False
-            if self.k and lo <= left and right <= hi:
-                return None  # U's interval lies inside [lo, hi]: only tighter bounds can decide
-            word = int(self.rng.bit_generator.random_raw())
-            self.m, self.k = (self.m << 64) | word, self.k + 64
-
-
 def _decide(lam_bounds, lam_f, conductances, M, label, alive, e, u, v, rng) -> bool:
     """Exact ``Bernoulli(lam_e / (lam_e + C(u, v)))`` (see the module docstring)."""
-    U = _LazyUniform(rng)
+    U = LazyUniform(rng)
     c_lo, c_hi = conductances.between(u, v)
     l_lo, l_hi = lam_f[0][e], lam_f[1][e]
     p_lo = _down(l_lo / _up(l_lo + c_hi)) if l_lo > 0 else 0.0
     p_hi = min(1.0, float(_up(l_hi / _down(l_hi + c_lo)))) if l_hi + c_lo > 0 else 1.0
     answer = U.below(Fraction(float(p_lo)), Fraction(p_hi))
-    digits = _DIGITS
+    digits = DIGITS
     while answer is None:
         digits *= 2
         lo, hi = zip(*(lam_bounds(x, digits) for x in range(M.n)), strict=True)
@@ -160,7 +122,7 @@ def sample_forest(M: GraphicMatroid, logits: list[int], den: int, rng) -> np.nda
     def lam_bounds(e: int, digits: int) -> tuple[Fraction, Fraction]:
         return exp_bounds(gaps[e], digits)
 
-    first = [_float_bounds(*lam_bounds(e, _DIGITS)) for e in range(M.n)]
+    first = [_float_bounds(*lam_bounds(e, DIGITS)) for e in range(M.n)]
     lam_f = (np.array([b[0] for b in first]), np.array([b[1] for b in first]))
     label, alive, chosen = np.arange(M.n_vertices), np.ones(M.n, bool), np.zeros(M.n, bool)
     for e in range(M.n):

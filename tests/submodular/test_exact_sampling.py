@@ -22,9 +22,10 @@ from dpmodels.core import selection
 from dpmodels.core.samplers import EXACT_LIMIT
 from dpmodels.core.selection import exponential_mechanism
 from dpmodels.submodular import exact_bases, exponential, mechanism
-from dpmodels.submodular.exact_bases import ExpCoins, logistic_bernoulli, sample_base
+from dpmodels.submodular.exact_bases import sample_base
+from dpmodels.submodular.exact_coins import ExpCoins, logistic_bernoulli
 from dpmodels.submodular.exponential import em_choice, em_probabilities, inverse_temperature
-from dpmodels.submodular.matroids import GraphicMatroid, PartitionMatroid, UniformMatroid
+from dpmodels.submodular.matroids import GraphicMatroid, LaminarMatroid, Matroid, PartitionMatroid, UniformMatroid
 
 
 def chacha(key: int) -> np.random.Generator:
@@ -143,12 +144,43 @@ def test_exact_base_sampler_matches_the_product_weight_law(kind):
     _check_base_sampler(M, g, Fraction(7, 10))
 
 
+class _Wrapped(Matroid):
+    """A matroid class the samplers do not know: only its independence oracle."""
+
+    def __init__(self, inner):
+        self.inner, self.n = inner, inner.n
+
+    def is_independent(self, S) -> bool:
+        return self.inner.is_independent(S)
+
+
 def test_conditional_poisson_with_a_base_check_matches_the_law(monkeypatch):
-    """The path of larger laminar matroids (no enumeration), forced on a small one."""
+    """The path of other matroid classes beyond enumeration, forced on a small one."""
     monkeypatch.setattr(exact_bases, "ENUMERATE_MAX", 0)
     monkeypatch.setattr(exact_bases, "_enumerated", None)  # fail loudly if the enumeration still ran
-    M = make("laminar")
+    M = _Wrapped(make("laminar"))
     _check_base_sampler(M, np.random.default_rng(4).normal(size=M.n), Fraction(3, 2), draws=2000)
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0])
+def test_sequential_laminar_sampler_matches_the_law(scale, monkeypatch):
+    """Larger laminar matroids: exact sequential decisions on decimal bounds, forced on a small one."""
+    monkeypatch.setattr(exact_bases, "ENUMERATE_MAX", 0)
+    monkeypatch.setattr(exact_bases, "_enumerated", None)
+    M = make("laminar")
+    _check_base_sampler(M, np.random.default_rng(6).normal(size=M.n) * scale, Fraction(7, 10), draws=2000)
+
+
+def test_sequential_laminar_sampler_with_a_heavy_set_over_capacity():
+    """30 elements, the 10 heaviest in a set of capacity 2 (a base takes 2 of them and all 20 others):
+    drawn in well under a second at every temperature (a conditional Poisson draw is almost never a
+    base here), and the heavy set holds exactly 2."""
+    M = LaminarMatroid(30, [list(range(10))], [2])
+    g = np.r_[np.full(10, 10.0), np.zeros(20)]
+    rng = chacha(11)
+    for beta in (Fraction(1, 20), Fraction(1, 2), Fraction(5), Fraction(500)):
+        B = sample_base(M, g, beta, rng)
+        assert B[:10].sum() == 2 and B[10:].all()
 
 
 @pytest.mark.parametrize("scale", [1.0, 30.0])
@@ -172,7 +204,7 @@ def test_sequential_forest_sampler_exact_fallback(monkeypatch):
 
 
 def test_exp_bounds_bracket_the_exponential():
-    from dpmodels.submodular.exact_graphic import exp_bounds
+    from dpmodels.submodular.exact_coins import exp_bounds
 
     for x in (Fraction(0), Fraction(-1, 3), Fraction(-7000, 3), Fraction(5, 7)):
         lo, hi = exp_bounds(x, 30)
