@@ -64,5 +64,6 @@ def as_tuple(values) -> tuple:
 
 
 def epsilon_spent(accountant) -> float:
-    """The basic-composition total of ``accountant``; ``inf`` without one (a non-private run)."""
-    return math.inf if accountant is None else float(accountant.basic()[0])
+    """The basic-composition total of ``accountant`` (summed exactly, then rounded once: ``3 x 0.1``
+    gives ``0.3``); ``inf`` without one (a non-private run)."""
+    return math.inf if accountant is None else float(accountant.basic_exact()[0])

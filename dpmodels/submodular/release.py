@@ -1,0 +1,166 @@
+"""Private submodular releases through a :class:`~dpmodels.core.session.PrivacySession`.
+
+:func:`release` runs one private algorithm (Algorithms 1-4 or Mitrovic's greedy) on the
+session's dataset, the private function ``F_D``, with the session's generator, and returns only
+its ``.release`` (the set or point, the choices, public parameters): never the true-data
+diagnostics ``F_D(S)``.  ``epsilon`` is the algorithm's input (the paper's per-mechanism
+parameter); what the session is charged is the run's total, known before anything is drawn
+from public inputs alone (the matroid's rank, ``T``, the declared ``Delta``, ``delta'``):
+
+* basic composition by default, exactly (``3 x 0.1`` is ``3/10``);
+* with ``delta_prime``, the accountant's smallest valid bound: basic, or the corrected advanced
+  composition (zCDP of Bun-Steinke or Dwork-Rothblum-Vadhan) with its ``delta = delta'``.
+
+A request beyond what the session has left is refused before the algorithm runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import pandas as pd
+
+from dpmodels.core.errors import DataValidationError, PrivacyParameterError
+from dpmodels.core.noise import exact
+from dpmodels.core.session import PrivacySession
+
+from .accounting import (
+    PrivacyAccountant,
+    alg1_step_epsilon,
+    alg2_step_epsilon,
+    check_epsilon,
+    check_private_epsilon,
+    greedy_step_epsilon,
+)
+from .matroids import Matroid
+from .mechanism import (
+    _alg2_width,
+    improved_private_continuous_greedy,
+    mitrovic_private_greedy,
+    private_continuous_greedy,
+    private_k_greedy,
+    private_k_greedy_sampled,
+)
+
+__all__ = ["ALGORITHMS", "SubmodularLedger", "spend", "planned_accountant", "release"]
+
+#: The private algorithms a session can run, by name.
+ALGORITHMS = {
+    "alg1": private_continuous_greedy,
+    "alg2": improved_private_continuous_greedy,
+    "mitrovic": mitrovic_private_greedy,
+    "alg3": private_k_greedy,
+    "alg4": private_k_greedy_sampled,
+}
+_SESSION_OWNED = ("seed", "accountant", "diagnostic")  # the session provides these
+
+
+@dataclass(frozen=True)
+class SubmodularLedger:
+    """What a run spent, as :meth:`PrivacySession.run` reads it (``total_epsilon``, ``total_delta``, rows)."""
+
+    accountant: PrivacyAccountant
+    total_epsilon: Fraction
+    total_delta: Fraction
+    composition: str
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per exponential mechanism, then the total with the composition that gave it."""
+        rows = [
+            {"step": c.name, "epsilon": c.epsilon, "epsilon_exact": str(c.exact()[0]), "delta": c.delta}
+            for c in self.accountant.charges
+        ]
+        rows.append(
+            {
+                "step": f"total ({self.composition})",
+                "epsilon": float(self.total_epsilon),
+                "epsilon_exact": str(self.total_epsilon),
+                "delta": float(self.total_delta),
+            }
+        )
+        frame = pd.DataFrame(rows)
+        frame["randomness"] = self.accountant.randomness
+        return frame
+
+
+def spend(accountant: PrivacyAccountant, delta_prime=None) -> SubmodularLedger:
+    """The accountant's total as an exact ``(epsilon, delta)`` and the composition that gave it.
+
+    Without ``delta_prime``: basic composition in exact arithmetic.  With it: the smallest of
+    basic, zCDP and DRV (:meth:`PrivacyAccountant.total`'s choice); an advanced bound is a float,
+    read as the decimal it prints as."""
+    if delta_prime is None:
+        return SubmodularLedger(accountant, *accountant.basic_exact(), "basic")
+    bounds = [("basic", accountant.basic()), ("zCDP", accountant.zcdp(delta_prime))]
+    bounds.append(("DRV", accountant.drv(delta_prime)))
+    name, (eps, delta) = min(bounds, key=lambda b: (b[1][0], b[1][1]))
+    if name == "basic":
+        return SubmodularLedger(accountant, *accountant.basic_exact(), name)
+    return SubmodularLedger(accountant, exact(eps, "epsilon"), exact(delta, "delta"), name)
+
+
+def planned_accountant(algorithm: str, F, M: Matroid, epsilon, **options) -> PrivacyAccountant:
+    """The charges a run of ``algorithm`` will make, from public inputs only, before any draw:
+    the rank, ``T``, the declared sensitivity ``Delta`` and Alg. 2's grid width."""
+    acc = PrivacyAccountant(private=True)
+    if algorithm in ("alg1", "alg2"):
+        T = M.r if options.get("T") is None else int(options["T"])
+        if algorithm == "alg1":
+            step = alg1_step_epsilon(epsilon, M.r)
+        else:
+            width = _alg2_width(
+                check_epsilon(epsilon), F.sensitivity, options.get("mu"), options.get("mu_mode", "paper")
+            )
+            step = alg2_step_epsilon(epsilon, M.r, width, F.sensitivity)
+        for t in range(T):
+            acc.charge(f"{algorithm} step {t + 1}", step)
+    else:
+        for t in range(M.r):
+            acc.charge(f"{algorithm} step {t + 1}", greedy_step_epsilon(epsilon))
+    return acc
+
+
+def _check_request(algorithm: str, epsilon, options: dict) -> None:
+    if algorithm not in ALGORITHMS:
+        raise DataValidationError("algorithm", f"must be one of {sorted(ALGORITHMS)}, got {algorithm!r}")
+    check_private_epsilon(epsilon, private=True)
+    owned = sorted(set(options) & set(_SESSION_OWNED))
+    if owned:
+        raise PrivacyParameterError(
+            owned[0],
+            "is set by the session: its generator draws (open it with seed=..., not_private=True for a "
+            "reproducible experiment) and its ledger accounts",
+        )
+
+
+def _mechanism(F, granted, rng, *, algorithm, matroid, input_epsilon, delta_prime, options):
+    """``PrivacySession.run``'s mechanism: the run on ``F`` with the session's ``rng``; (release, ledger)."""
+    acc = PrivacyAccountant(private=True)
+    result = ALGORITHMS[algorithm](F, matroid, input_epsilon, seed=rng, accountant=acc, **options)
+    return result.release, spend(acc, delta_prime)
+
+
+def release(
+    session: PrivacySession, algorithm: str, matroid: Matroid, epsilon, delta_prime=None, label=None, **options
+):
+    """Spend one private run of ``algorithm`` from ``session``; returns its ``.release`` only.
+
+    ``epsilon`` is the algorithm's input epsilon; the session is charged the run's total
+    (:func:`planned_accountant`, :func:`spend`), refused before the run if it exceeds what is left.
+    ``options`` go to the algorithm (``T``, ``cover``, ``gamma``, ...); the seed, the accountant
+    and diagnostic mode belong to the session and are refused."""
+    _check_request(algorithm, epsilon, options)
+    F = session._data  # read for its declared, data-independent sensitivity only (spec A9)
+    plan = spend(planned_accountant(algorithm, F, matroid, epsilon, **options), delta_prime)
+    return session.run(
+        label or f"submodular {algorithm}",
+        _mechanism,
+        plan.total_epsilon,
+        plan.total_delta,
+        algorithm=algorithm,
+        matroid=matroid,
+        input_epsilon=epsilon,
+        delta_prime=delta_prime,
+        options=options,
+    )
