@@ -39,7 +39,13 @@ class _CGConfig(SolverConfig):
         self.rounding = self.declare(
             "rounding", ConfigValue(default="swap", domain=In(["swap", "pipage", "none"]), description="rounding")
         )
-        self.seed = self.declare("seed", ConfigValue(default=None, description="seed of the run's rng streams"))
+        self.seed = self.declare(
+            "seed",
+            ConfigValue(
+                default=None,
+                description="seed of the run's rng streams (None: secure; a seed: reproducible, not private)",
+            ),
+        )
         self.gradient_mode = self.declare(
             "gradient_mode", ConfigValue(default="auto", description="auto, closed_form, exact_enum or sampled")
         )

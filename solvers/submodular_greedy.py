@@ -46,7 +46,13 @@ class GreedyConfig(SolverConfig):
             ConfigValue(default=None, domain=In((None, *SET_ALGORITHMS, *K_ALGORITHMS)), description="which greedy"),
         )
         self.epsilon = self.declare("epsilon", ConfigValue(default=None, description="input epsilon, finite > 0"))
-        self.seed = self.declare("seed", ConfigValue(default=None, description="seed of the mechanism streams"))
+        self.seed = self.declare(
+            "seed",
+            ConfigValue(
+                default=None,
+                description="seed of the mechanism streams (None: secure; a seed: reproducible, not private)",
+            ),
+        )
         self.gamma = self.declare("gamma", ConfigValue(default=0.1, description="failure probability of Alg. 4"))
 
 

@@ -10,7 +10,9 @@ one process:
   ``--sampled-max`` elements, since that is the paper's honest cost model (Remark 3.1);
 - the traced peak memory of building the instance and of each run (a second, traced run), beside the incidence size
   (``nnz``) and what a dense ``|E| x |V|`` matrix would take: the peak per non-zero stays flat, i.e.
-  memory is linear in the input, not quadratic.
+  memory is linear in the input, not quadratic;
+- with ``--private EPS``: private Algorithm 1 (``cover="bases"``, ``T = r``) and Mitrovic's private greedy at each
+  input epsilon, drawing from the secure generator with the exact samplers (the cost of exactness; no memory trace).
 
 Numbers are printed as measured in one run; nothing here is a timed assertion.
 """
@@ -26,6 +28,7 @@ import pandas as pd
 
 from .algorithms import continuous_greedy, greedy
 from .compare import VALUE
+from .mechanism import mitrovic_private_greedy, private_continuous_greedy
 
 __all__ = ["bench_rows", "run_bench", "add_parser"]
 
@@ -45,8 +48,9 @@ def _measure(run, trace: bool = True):
     return out, seconds, peak
 
 
-def bench_rows(n: int, rank: int, samples: int, sampled_max: int, seed: int = 0) -> list[dict]:
-    """Greedy and continuous greedy on one sparse coverage instance with ``n`` elements."""
+def bench_rows(n: int, rank: int, samples: int, sampled_max: int, seed: int = 0, private=()) -> list[dict]:
+    """Greedy and continuous greedy (and the private runs at the epsilons ``private``) on one sparse
+    coverage instance with ``n`` elements."""
     import instances
 
     inst, build_s, build_peak = _measure(
@@ -74,9 +78,12 @@ def bench_rows(n: int, rank: int, samples: int, sampled_max: int, seed: int = 0)
                 lambda: continuous_greedy(F, M, T=rank, gradient_mode="sampled", samples=samples, seed=seed),
             )
         )
+    for eps in private:
+        runs.append((f"private CG (Alg. 1, eps={eps:g})", lambda eps=eps: private_continuous_greedy(F, M, eps, T=rank)))
+        runs.append((f"Mitrovic private greedy (eps={eps:g})", lambda eps=eps: mitrovic_private_greedy(F, M, eps)))
     for name, run in runs:
-        res, seconds, peak = _measure(run, trace="sampled" not in name)
-        value = res.value if name == "greedy" else res.rounded_value
+        res, seconds, peak = _measure(run, trace="sampled" not in name and "private" not in name)
+        value = res.value if "greedy" in name and "continuous" not in name else res.rounded_value
         rows.append(
             {
                 **common,
@@ -90,10 +97,12 @@ def bench_rows(n: int, rank: int, samples: int, sampled_max: int, seed: int = 0)
     return rows
 
 
-def run_bench(sizes, rank: int = 10, samples: int = 4, sampled_max: int = 1000, json_path=None) -> pd.DataFrame:
+def run_bench(
+    sizes, rank: int = 10, samples: int = 4, sampled_max: int = 1000, json_path=None, private=()
+) -> pd.DataFrame:
     rows = []
     for n in sizes:
-        rows += bench_rows(int(n), rank, samples, sampled_max)
+        rows += bench_rows(int(n), rank, samples, sampled_max, private=tuple(private))
     table = pd.DataFrame(rows)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -120,10 +129,18 @@ def add_parser(bench_sub) -> None:
     p.add_argument("--rank", type=int, default=10, help="rank r of the uniform matroid (and T = r)")
     p.add_argument("--samples", type=int, default=4, help="m of the sampled-gradient run")
     p.add_argument("--sampled-max", type=int, default=1000, help="largest |E| for the sampled-gradient run")
+    p.add_argument(
+        "--private",
+        type=float,
+        nargs="*",
+        default=[],
+        metavar="EPS",
+        help="also time private Alg. 1 and Mitrovic's greedy at these input epsilons (secure, exact)",
+    )
     p.add_argument("--json", help="write the measurements to this JSON file")
     p.set_defaults(run=run_cli)
 
 
 def run_cli(args) -> int:
-    run_bench(args.sizes, args.rank, args.samples, args.sampled_max, args.json)
+    run_bench(args.sizes, args.rank, args.samples, args.sampled_max, args.json, args.private)
     return 0

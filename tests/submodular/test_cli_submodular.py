@@ -46,3 +46,14 @@ def test_bench_submodular_small(tmp_path):
     assert all(r["oracle calls"] > 0 for r in greedy)
     sampled = [r for r in rows if r["method"].startswith("continuous greedy (sampled")]
     assert all(r["oracle calls"] == 4 * 4 * (r["|E|"] + 1) for r in sampled)  # T m (|E| + 1)
+
+
+def test_bench_submodular_times_the_private_runs(tmp_path):
+    """``--private EPS`` adds private Alg. 1 and Mitrovic's greedy (secure generator, exact samplers)."""
+    out = tmp_path / "bench.json"
+    proc = run("bench", "submodular", "--sizes", "60", "--rank", "3", "--private", "1", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["method"]: r for r in json.loads(out.read_text())}
+    assert {"private CG (Alg. 1, eps=1)", "Mitrovic private greedy (eps=1)"} <= set(rows)
+    assert rows["Mitrovic private greedy (eps=1)"]["oracle calls"] > 0
+    assert all(rows[m]["seconds"] > 0 for m in rows)
