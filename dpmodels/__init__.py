@@ -12,4 +12,4 @@ __all__ = ["Hierarchy", "compare", "get_solver", "relax_integer_vars", "solve", 
 
 __version__ = "0.1.0"
 
-import solvers as _solvers  # noqa: E402,F401  (registers the plugins)
+from . import solvers as _solvers  # noqa: E402,F401  (registers the plugins with Pyomo)

@@ -167,7 +167,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_instances(args) -> int:
-    import instances
+    from dpmodels import instances
 
     for name, text in instances.available().items():
         print(f"{name:28s} {text}")
@@ -192,8 +192,8 @@ def _parse_settings(pairs: list[str]) -> dict:
 
 
 def _load_pgsr(args):
-    import instances
-    from instances.pgsr import from_csv
+    from dpmodels import instances
+    from dpmodels.instances.pgsr import from_csv
 
     if args.csv_hierarchy:
         return from_csv(args.csv_hierarchy, counts=args.csv_counts, records=args.csv_records)
@@ -279,8 +279,8 @@ def _add_compare_topdown(cmp_sub) -> None:
 
 
 def _load_topdown(args):
-    import instances
-    from instances.topdown import PRESETS
+    from dpmodels import instances
+    from dpmodels.instances.topdown import PRESETS
 
     if args.preset not in PRESETS:
         raise DPModelsError(f"--preset must be one of {sorted(PRESETS)}, got {args.preset!r}")
@@ -370,7 +370,7 @@ def _add_compare_mdp(cmp_sub) -> None:
 
 
 def _run_compare_mdp(args) -> int:
-    import instances
+    from dpmodels import instances
     from dpmodels.metricdp.compare import compare_mdp, partition_table, plot_bounds, privacy_utility
 
     settings = _parse_settings(args.set)

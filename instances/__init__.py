@@ -49,7 +49,7 @@ def _register(name: str, kind: str, description: str):
 
 def data_path(relative: str) -> Path:
     """Path of a data file shipped with the package (``instances/data/...``)."""
-    return Path(str(files("instances").joinpath("data", relative)))
+    return Path(str(files(__name__).joinpath("data", relative)))
 
 
 def available(kind: str | None = None) -> dict[str, str]:

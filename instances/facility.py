@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from dpmodels.instances.userfiles import read_user_csv
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import make_rng
 from dpmodels.facility.data import HST, HSTInstance, UFLInstance, check_lambda
-from instances.userfiles import read_user_csv
 
 from . import register_generator, register_instance
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from dpmodels.instances.userfiles import read_user_csv
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import make_rng
@@ -30,7 +31,6 @@ from dpmodels.topdown.data import (
     microdata,
     pl94_schema,
 )
-from instances.userfiles import read_user_csv
 
 from . import register_generator
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-import instances
 import solvers  # noqa: F401  (registers the plugins)
+from dpmodels import instances
 
 settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True)
 settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,10 +14,10 @@ from .hierarchy import Hierarchy
 from .marker import StructureMarker, attach_marker, get_marker, model_fingerprint
 from .noise import double_geometric, laplace, noise_scale, truncation_delta
 from .randomness import describe, make_rng, release_rng, secure_generator
+from .relax import relax_integer_vars
 from .samplers import discrete_gaussian, discrete_laplace
 from .selection import exponential_mechanism, sample_proportional
 from .session import BudgetExceededError, PrivacySession
-from .relax import relax_integer_vars
 
 __all__ = [
     "PrivacyLedger",

@@ -22,15 +22,13 @@ SOLVER_ALIASES = {"scip": "scip_direct", "gurobi": "gurobi_direct"}
 
 
 def solver_names() -> list[str]:
-    """Every backend name ``solve`` accepts (aliases included)."""
-    import solvers  # noqa: F401  (registers the plugins)
+    """Every backend name ``solve`` accepts (aliases included; ``import dpmodels`` registers the plugins)."""
 
     return sorted(set(SolverFactory._cls) | set(SOLVER_ALIASES))
 
 
 def get_solver(name: str):
     """A new-API solver object for ``name`` (alias or factory name), checked available."""
-    import solvers  # noqa: F401
 
     key = SOLVER_ALIASES.get(name, name)
     if key not in SolverFactory._cls:

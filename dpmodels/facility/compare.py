@@ -37,7 +37,7 @@ BELOW_BOUND = true_label("ratio below bound")
 
 
 def _plane(n: int, seed, f: float, clusters: int) -> UFLInstance:
-    import instances
+    from dpmodels import instances
 
     return instances.generate("facility/plane", seed=seed, n=n, f=f, clusters=clusters)
 
@@ -126,7 +126,7 @@ def lower_bound_table(
 
     The algorithms run with ε = 1/m unless ``epsilon`` is given (e.g. the non-private Algorithm 1
     with ε = 1, which the bound must catch once ``0.025 √m > 1``)."""
-    import instances
+    from dpmodels import instances
 
     rows = []
     for m in ms:
@@ -203,7 +203,7 @@ def add_parser(cmp_sub) -> None:
 def run_cli(args) -> int:
     instance = None
     if args.points:
-        from instances.facility import from_files
+        from dpmodels.instances.facility import from_files
 
         instance = from_files(args.points, args.counts, f=args.f)
         if instance.n > 400:

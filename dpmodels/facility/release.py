@@ -187,7 +187,7 @@ def add_parser(release_sub) -> None:
 
 
 def _run(args) -> int:
-    from instances.facility import from_csv
+    from dpmodels.instances.facility import from_csv
 
     f = _check_cost(args.f)
     lam = check_lambda(args.lam, "--lam")

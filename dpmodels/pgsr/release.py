@@ -78,7 +78,7 @@ def add_parser(release_sub) -> None:
 
 
 def _run(args) -> int:
-    from instances.pgsr import from_csv
+    from dpmodels.instances.pgsr import from_csv
 
     if args.N is not None and args.N < 1:
         raise DataValidationError("--N", f"must be >= 1, got {args.N}")

@@ -215,7 +215,7 @@ def add_parser(cmp_sub) -> None:
 
 
 def run_cli(args) -> int:
-    import instances
+    from dpmodels import instances
     from dpmodels.cli import _parse_settings
 
     inst = instances.load(args.instance, **_parse_settings(args.set))

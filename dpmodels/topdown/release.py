@@ -116,7 +116,7 @@ def histogram_frame(schema: Schema, result: TopDownResult) -> pd.DataFrame:
 # ---------------------------------------------------------------------- command line
 def add_parser(release_sub) -> None:
     """Register ``dpmodels release topdown``."""
-    from instances.topdown import LEVELS
+    from dpmodels.instances.topdown import LEVELS
 
     p = release_sub.add_parser(
         "topdown",
@@ -137,7 +137,7 @@ def add_parser(release_sub) -> None:
 
 
 def _run(args) -> int:
-    from instances.topdown import from_csv
+    from dpmodels.instances.topdown import from_csv
 
     data = from_csv(args.persons, races=args.races, total_level=args.total_level, blocks=args.blocks)
     session, outs, ledger = open_release(args, data, data.name, list(OUTPUTS))

@@ -25,8 +25,8 @@ from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.core.facade import solve
 
 # the structure plugins' algorithms, called on plain data (solve_data) inside the driver
-from solvers.topdown_flow import solve_flow_rounding  # noqa: E402
-from solvers.topdown_tree import solve_tree_l2, tree_objective  # noqa: E402
+from dpmodels.solvers.topdown_flow import solve_flow_rounding  # noqa: E402
+from dpmodels.solvers.topdown_tree import solve_tree_l2, tree_objective  # noqa: E402
 
 from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel
 from .models import (

@@ -5,7 +5,7 @@ from fractions import Fraction
 
 import pytest
 
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import PrivacyParameterError
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE
 from dpmodels.core.session import BudgetExceededError, PrivacySession

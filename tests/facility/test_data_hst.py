@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.facility.data import HST, HSTInstance, UFLInstance, check_epsilon, check_lambda, euclidean
 from dpmodels.facility.hst import (

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import instances
+from dpmodels import instances
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE
 from dpmodels.core.selection import laplace_exceeds
 from dpmodels.facility.data import HST, HSTInstance

@@ -5,11 +5,12 @@ import math
 import numpy as np
 import pyomo.environ as pyo
 import pytest
+from dpmodels.instances.facility import chain_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpmodels
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.facility.data import HSTInstance, UFLInstance
 from dpmodels.facility.hst import lb9, minset, node_distance, subtree_counts
@@ -25,7 +26,6 @@ from dpmodels.facility.mechanism import (
     run_tree,
 )
 from dpmodels.facility.models import build_tree_model, build_ufl_mip, open_sites
-from instances.facility import chain_tree
 
 seeds = st.integers(0, 10_000)
 A_IDS = {"r": 0, "a": 1, "b": 2, "a1": 3, "a2": 4, "b1": 5, "b2": 6, "l1": 7, "l3": 9, "l8": 14}

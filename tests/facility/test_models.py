@@ -3,17 +3,17 @@
 import numpy as np
 import pyomo.environ as pyo
 import pytest
+from dpmodels.instances.facility import star_opt, two_point_opt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpmodels
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import ModelStructureError, PrivacyParameterError
 from dpmodels.core.relax import relax_integer_vars
 from dpmodels.facility.data import UFLInstance
 from dpmodels.facility.hst import lb9, tree_cost, tree_dp
 from dpmodels.facility.models import build_lb9_lp, build_tree_model, build_ufl_mip, open_sites, solve_reference
-from instances.facility import star_opt, two_point_opt
 
 seeds = st.integers(0, 10_000)
 

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 import dpmodels
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE
 from dpmodels.core.session import BudgetExceededError, PrivacySession

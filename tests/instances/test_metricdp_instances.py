@@ -3,12 +3,12 @@
 import numpy as np
 import pandas as pd
 import pytest
+from dpmodels.instances.metricdp import road_from_files, text_embeddings
 from scipy.sparse.csgraph import dijkstra
 
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import DataValidationError
 from dpmodels.metricdp.data import haversine_km
-from instances.metricdp import road_from_files, text_embeddings
 
 
 def test_paper_grid_has_the_issue_sizes():

@@ -4,12 +4,12 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from dpmodels.instances.submodular import coverage_from_file, facility_from_file
 
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import DataValidationError
 from dpmodels.submodular.data import SubmodularInstance, submodularity_violations
 from dpmodels.submodular.matroids import GraphicMatroid, PartitionMatroid, UniformMatroid
-from instances.submodular import coverage_from_file, facility_from_file
 
 
 def test_registered_names():
@@ -108,7 +108,7 @@ def test_matroid_must_match_the_ground_set():
 
 
 def test_load_of_a_generator_checks_its_options_like_generate():
-    import instances
+    from dpmodels import instances
     from dpmodels.core.errors import DataValidationError
 
     assert instances.load("submodular/coverage", seed=3, n=8).function.n == 8

@@ -210,7 +210,7 @@ def test_cuts_stay_valid_at_a_feasible_point_under_huge_coefficients(rows, cols,
     """At eps = 10/km on 1.5 km cells the rows carry e^15 ~ 3e6 coefficients and HiGHS's rays
     and duals are dual feasible only to its scaled tolerance: unrepaired, feasibility cuts cut off
     the exponential mechanism (a feasible point) by up to 0.018.  Every cut must hold there."""
-    import instances
+    from dpmodels import instances
     from dpmodels.metricdp.mechanism import exponential_mechanism
     from dpmodels.metricdp.partition import partition
 
@@ -242,7 +242,7 @@ def test_lower_bound_stays_below_a_certified_mechanism_under_huge_coefficients()
     the loss of an exactly mDP mechanism (0.3428712 against 0.3428697 from iteration 33 on): its
     objective is no bound there.  The bound now comes from the master's duals by weak duality;
     the structured IPM's certified mechanism is the independent oracle."""
-    import instances
+    from dpmodels import instances
     from dpmodels.metricdp.ipm import structured_ipm
     from dpmodels.metricdp.mechanism import max_mdp_violation
     from dpmodels.metricdp.partition import partition
@@ -285,7 +285,7 @@ def test_safe_lower_bound_is_exact_for_exact_duals_and_a_bound_for_any(seed, noi
 def test_in_out_stabilisation_needs_fewer_iterations_on_the_notebook_grid():
     """The README's measurement (8 x 10 grid, k-m-DV, 6 blocks, gap 1e-6: 249 -> 76 iterations):
     stabilised separation must reach the same optimum in well under half the plain iterations."""
-    import instances
+    from dpmodels import instances
     from dpmodels.metricdp.partition import partition
 
     data = instances.generate("mdp/grid", seed=1, rows=8, cols=10, K=20, epsilon=1.5, eta=1.5)

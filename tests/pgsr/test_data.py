@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from dpmodels.instances.pgsr import random_tree
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,7 +21,6 @@ from dpmodels.pgsr.data import (
     decumulate,
     resolve_domains,
 )
-from instances.pgsr import random_tree
 
 
 def test_running_example_tables_2_to_4(running_example):

@@ -5,6 +5,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from dpmodels.instances.pgsr import taxi_like
 from scipy import stats
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
@@ -12,7 +13,6 @@ from dpmodels.core.metrics import release_metrics
 from dpmodels.core.noise import double_geometric_pmf
 from dpmodels.pgsr import mechanism as mech
 from dpmodels.pgsr.data import NoisyGroupSizes, chain_cumulative, cumulative
-from instances.pgsr import taxi_like
 
 
 @pytest.fixture(scope="module")

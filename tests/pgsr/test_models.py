@@ -3,6 +3,7 @@
 import numpy as np
 import pyomo.environ as pyo
 import pytest
+from dpmodels.instances.pgsr import random_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
@@ -10,7 +11,6 @@ from pyomo.contrib.solver.common.factory import SolverFactory
 from dpmodels.core.marker import get_marker
 from dpmodels.pgsr import models as M
 from dpmodels.pgsr.data import Domains, NoisyGroupSizes, chain_cumulative, chain_order, cumulative
-from instances.pgsr import random_tree
 
 QP_SOLVERS = ["highs", "clarabel", "scip_direct"]
 

@@ -244,7 +244,7 @@ def test_other_constructors_default_to_the_papers_z_max(running_example):
 
 
 def test_from_csv_passes_z_max_through(tmp_path):
-    from instances.pgsr import from_csv
+    from dpmodels.instances.pgsr import from_csv
 
     (tmp_path / "tree.csv").write_text("region,parent\nR,\nA,R\nB,R\n")
     _records([("A", [3, 1]), ("B", [1])]).to_csv(tmp_path / "records.csv", index=False)
@@ -264,5 +264,6 @@ def test_tiny_epsilon_is_refused_instead_of_releasing_the_truth(running_example,
         measure(running_example, 1e-25, kind, rng=0)
     assert err.value.field == "epsilon"
     noisy, _ = measure(running_example, 1e-9, kind, rng=0)  # a representable (huge) scale still draws
-    truth = {"counts": running_example.counts, "cumulative": running_example.cumulative(), "chain": running_example.chain()}
+    data = running_example
+    truth = {"counts": data.counts, "cumulative": data.cumulative(), "chain": data.chain()}
     assert not np.array_equal(noisy.values, truth[kind])

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import instances
+from dpmodels import instances
 from dpmodels.core.metrics import release_metrics
 from dpmodels.core.randomness import SECURE_SOURCE
 from dpmodels.core.session import BudgetExceededError, PrivacySession

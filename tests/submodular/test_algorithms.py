@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import dpmodels
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import DataValidationError
 from dpmodels.submodular.accounting import NonPrivateComponentError, PrivacyAccountant
 from dpmodels.submodular.algorithms import (

@@ -17,7 +17,7 @@ from scipy.special import expit
 from scipy.stats import binomtest, chisquare
 from submodular_cases import KINDS, make
 
-import instances
+from dpmodels import instances
 from dpmodels.core import selection
 from dpmodels.core.samplers import EXACT_LIMIT
 from dpmodels.core.selection import exponential_mechanism

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.submodular.data import (
     CallableFunction,

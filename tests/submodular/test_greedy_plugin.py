@@ -5,7 +5,7 @@ import pyomo.environ as pyo
 import pytest
 
 import dpmodels
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import ModelStructureError, PrivacyParameterError
 from dpmodels.submodular.algorithms import greedy, k_greedy
 from dpmodels.submodular.mechanism import mitrovic_private_greedy, private_k_greedy_sampled

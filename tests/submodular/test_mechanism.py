@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.submodular.accounting import PrivacyAccountant, alg2_step_epsilon
 from dpmodels.submodular.algorithms import continuous_greedy, greedy, k_greedy

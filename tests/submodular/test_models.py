@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpmodels
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.submodular.algorithms import brute_force_opt, k_brute_force_opt
 from dpmodels.submodular.models import (

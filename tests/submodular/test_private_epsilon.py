@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dpmodels
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import PrivacyParameterError
 from dpmodels.submodular.accounting import PrivacyAccountant
 from dpmodels.submodular.algorithms import greedy, k_greedy

@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-import instances
+from dpmodels import instances
 from dpmodels.submodular.algorithms import greedy
 from dpmodels.submodular.compare import RATIO, RATIO_MEAN, VALUE, compare_submodular, privacy_utility
 from dpmodels.submodular.data import WeightedCoverage

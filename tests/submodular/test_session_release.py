@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import pytest
 
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.noise import exact
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE

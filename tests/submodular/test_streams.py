@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import randomgen
 
-import instances
+from dpmodels import instances
 from dpmodels.core.errors import PrivacyParameterError
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE, SecureGenerator, is_secure
 from dpmodels.submodular import mechanism

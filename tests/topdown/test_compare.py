@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-import instances
+from dpmodels import instances
 from dpmodels.cli import main
 from dpmodels.core.errors import DataValidationError
 from dpmodels.topdown.compare import (

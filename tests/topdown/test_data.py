@@ -11,6 +11,15 @@ import itertools
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from dpmodels.instances.topdown import (
+    ADULT_ONLY_GQ,
+    PRESETS,
+    adult_only_zeros,
+    children_per_adult_edit,
+    from_csv,
+    records,
+    synthetic_census,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,15 +44,6 @@ from dpmodels.topdown.queries import (
     marginal,
     sensitivity,
     total,
-)
-from instances.topdown import (
-    ADULT_ONLY_GQ,
-    PRESETS,
-    adult_only_zeros,
-    children_per_adult_edit,
-    from_csv,
-    records,
-    synthetic_census,
 )
 
 PREFIX = {"state": 2, "county": 5, "tract": 11, "block group": 12, "block": 15}

@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 import dpmodels
-import instances
+from dpmodels import instances
 from dpmodels.topdown.data import Edit, FlowData
 from dpmodels.topdown.driver import free_marginal
 from dpmodels.topdown.mechanism import measure, run_topdown

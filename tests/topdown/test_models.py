@@ -4,6 +4,8 @@ import numpy as np
 import pyomo.environ as pyo
 import pytest
 import scipy.sparse as sp
+from dpmodels.solvers.topdown_flow import SCALE, solve_flow_rounding
+from dpmodels.solvers.topdown_tree import simplex_projection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
@@ -24,8 +26,6 @@ from dpmodels.topdown.models import (
 )
 from dpmodels.topdown.solve import flows_hold
 from dpmodels.topdown.tum import tum_certificate
-from solvers.topdown_flow import SCALE, solve_flow_rounding
-from solvers.topdown_tree import simplex_projection
 
 
 def l1_distance(model) -> float:

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from dpmodels.instances.topdown import synthetic_census
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +28,6 @@ from dpmodels.topdown.data import Attribute, PublicKnowledge, Schema, TopDownDat
 from dpmodels.topdown.driver import topdown
 from dpmodels.topdown.mechanism import Strategy, measure
 from dpmodels.topdown.queries import QuerySet, identity, marginal, total
-from instances.topdown import synthetic_census
 
 
 # ---------------------------------------------------------------------- oracles

@@ -14,12 +14,12 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from dpmodels.instances.topdown import records, synthetic_census
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE
 from dpmodels.core.session import BudgetExceededError, PrivacySession
 from dpmodels.topdown.release import HARD_CHECKS, release
-from instances.topdown import records, synthetic_census
 
 ATTRIBUTES = ["hhgq", "votingage", "hispanic", "cenrace"]
 PREFIX = {1: 0, 2: 2, 3: 5, 4: 11, 5: 12, 6: 15}  # geocode prefix length of each level (1 = the nation)
@@ -167,7 +167,7 @@ def test_bad_input_is_refused_with_its_field_and_nothing_written(refusals, label
 
 
 def test_loader_refuses_blank_values_header_only_files_and_unlisted_blocks(folder, census, tmp_path):
-    from instances.topdown import from_csv
+    from dpmodels.instances.topdown import from_csv
 
     persons = records(census)
     cases = {
@@ -229,7 +229,7 @@ def test_refused_requests_draw_nothing(census):
 
 def test_released_microdata_reads_back_as_persons(folder, runs):
     """The microdata file has the input's format: ``from_csv`` loads it, with the same state totals."""
-    from instances.topdown import from_csv
+    from dpmodels.instances.topdown import from_csv
 
     code, err = finished(runs["private"])
     assert code == 0, err

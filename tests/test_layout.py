@@ -1,0 +1,27 @@
+"""The installed layout: everything under the dpmodels namespace, nothing a working directory can shadow."""
+
+import subprocess
+import sys
+
+
+def run_python(code: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True)
+
+
+def test_a_solvers_or_instances_module_in_the_working_directory_cannot_shadow_the_package(tmp_path):
+    for name in ("solvers", "instances"):
+        (tmp_path / f"{name}.py").write_text(f"raise RuntimeError('the stray {name}.py was imported')\n")
+    code = "import dpmodels; from dpmodels import instances; print(dpmodels.solver_names()); print(instances.available())"
+    proc = run_python(code, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "pgsr_dp" in proc.stdout and "mdp_ipm" in proc.stdout and "pgsr/running-example" in proc.stdout
+
+
+def test_nothing_installs_under_a_generic_top_level_name(tmp_path):
+    code = (
+        "import importlib.util, dpmodels.solvers, dpmodels.instances; "
+        "print([n for n in ('solvers', 'instances') if importlib.util.find_spec(n) is not None])"
+    )
+    proc = run_python(code, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
