@@ -19,6 +19,7 @@ import sys
 
 from dpmodels.core import bench as noise_bench
 from dpmodels.core.errors import DPModelsError
+from dpmodels.core.settings import parse_settings
 from dpmodels.facility import bench as facility_bench
 from dpmodels.facility import compare as facility_compare
 from dpmodels.facility import release as facility_release
@@ -174,30 +175,13 @@ def _run_instances(args) -> int:
     return 0
 
 
-def _parse_settings(pairs: list[str]) -> dict:
-    out = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise DPModelsError(f"--set expects KEY=VALUE, got {pair!r}")
-        key, value = pair.split("=", 1)
-        for cast in (int, float):
-            try:
-                out[key] = cast(value)
-                break
-            except ValueError:
-                continue
-        else:
-            out[key] = value
-    return out
-
-
 def _load_pgsr(args):
     from dpmodels import instances
     from dpmodels.instances.pgsr import from_csv
 
     if args.csv_hierarchy:
         return from_csv(args.csv_hierarchy, counts=args.csv_counts, records=args.csv_records)
-    settings = _parse_settings(args.set)
+    settings = parse_settings(args.set)
     kind = instances.available().get(args.instance, "")
     if kind.startswith("[generator]"):
         seed = settings.pop("seed", 0)
@@ -284,7 +268,7 @@ def _load_topdown(args):
 
     if args.preset not in PRESETS:
         raise DPModelsError(f"--preset must be one of {sorted(PRESETS)}, got {args.preset!r}")
-    settings = _parse_settings(args.set)
+    settings = parse_settings(args.set)
     if "preset" in settings:
         raise DPModelsError("use --preset, not --set preset=...")
     for key, value in settings.items():
@@ -373,7 +357,7 @@ def _run_compare_mdp(args) -> int:
     from dpmodels import instances
     from dpmodels.metricdp.compare import compare_mdp, partition_table, plot_bounds, privacy_utility
 
-    settings = _parse_settings(args.set)
+    settings = parse_settings(args.set)
     seed = settings.pop("seed", 0)
     data = instances.generate(args.instance, seed=seed, **settings)
     print(

@@ -8,61 +8,25 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
-from importlib.resources import files
-from pathlib import Path
 
 from dpmodels.core.errors import DataValidationError
 
+from .registry import REGISTRY, _Entry, data_path, register_generator, register_instance
+
 __all__ = ["load", "generate", "available", "register_instance", "register_generator", "data_path"]
-
-
-@dataclass(frozen=True)
-class _Entry:
-    name: str
-    kind: str  # "instance" or "generator"
-    factory: Callable
-    description: str
-
-
-_REGISTRY: dict[str, _Entry] = {}
-
-
-def register_instance(name: str, description: str):
-    """Decorator: register a zero-argument function returning a fixed instance."""
-    return _register(name, "instance", description)
-
-
-def register_generator(name: str, description: str):
-    """Decorator: register ``f(seed=..., **shape)`` returning a synthetic instance."""
-    return _register(name, "generator", description)
-
-
-def _register(name: str, kind: str, description: str):
-    def decorator(func):
-        _REGISTRY[name] = _Entry(name, kind, func, description)
-        return func
-
-    return decorator
-
-
-def data_path(relative: str) -> Path:
-    """Path of a data file shipped with the package (``instances/data/...``)."""
-    return Path(str(files(__name__).joinpath("data", relative)))
 
 
 def available(kind: str | None = None) -> dict[str, str]:
     """Names (optionally only ``"instance"`` or ``"generator"``) with their descriptions."""
     _load_families()
-    return {e.name: f"[{e.kind}] {e.description}" for e in _REGISTRY.values() if kind in (None, e.kind)}
+    return {e.name: f"[{e.kind}] {e.description}" for e in REGISTRY.values() if kind in (None, e.kind)}
 
 
 def _entry(name: str) -> _Entry:
     _load_families()
-    if name not in _REGISTRY:
-        raise DataValidationError("instance", f"unknown name {name!r}; available: {sorted(_REGISTRY)}")
-    return _REGISTRY[name]
+    if name not in REGISTRY:
+        raise DataValidationError("instance", f"unknown name {name!r}; available: {sorted(REGISTRY)}")
+    return REGISTRY[name]
 
 
 def load(name: str, **options):

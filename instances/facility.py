@@ -22,7 +22,7 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import make_rng
 from dpmodels.facility.data import HST, HSTInstance, UFLInstance, check_lambda
 
-from . import register_generator, register_instance
+from .registry import register_generator, register_instance
 
 __all__ = [
     "example_a",

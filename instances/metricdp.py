@@ -20,7 +20,7 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import make_rng
 from dpmodels.metricdp.data import MDPGraph, MDPInstance, destination_costs, euclidean_distances, haversine_km
 
-from . import register_generator
+from .registry import register_generator
 
 __all__ = ["grid_maps", "paper_grid", "gaussian", "road_like", "road_from_files", "text_embeddings", "ROME_BOX"]
 

@@ -19,7 +19,7 @@ from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.noise import make_rng
 from dpmodels.pgsr.data import GroupSizeData
 
-from . import data_path, register_generator, register_instance
+from .registry import data_path, register_generator, register_instance
 
 __all__ = ["running_example", "census_like", "taxi_like", "random_tree", "from_csv", "TAXI_BOROUGHS"]
 

@@ -26,7 +26,7 @@ from dpmodels.submodular.data import (
 )
 from dpmodels.submodular.matroids import GraphicMatroid, PartitionMatroid, UniformMatroid
 
-from . import register_generator, register_instance
+from .registry import register_generator, register_instance
 
 __all__ = [
     "trap",

@@ -32,7 +32,7 @@ from dpmodels.topdown.data import (
     pl94_schema,
 )
 
-from . import register_generator
+from .registry import register_generator
 
 __all__ = [
     "synthetic_census",

@@ -11,7 +11,7 @@ def run_python(code: str, cwd) -> subprocess.CompletedProcess:
 def test_a_solvers_or_instances_module_in_the_working_directory_cannot_shadow_the_package(tmp_path):
     for name in ("solvers", "instances"):
         (tmp_path / f"{name}.py").write_text(f"raise RuntimeError('the stray {name}.py was imported')\n")
-    code = "import dpmodels; from dpmodels import instances; print(dpmodels.solver_names()); print(instances.available())"
+    code = "import dpmodels; from dpmodels import instances; print(dpmodels.solver_names(), instances.available())"
     proc = run_python(code, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "pgsr_dp" in proc.stdout and "mdp_ipm" in proc.stdout and "pgsr/running-example" in proc.stdout

@@ -17,7 +17,7 @@ from dpmodels.core.noise import make_rng
 
 from .accounting import PrivacyAccountant
 from .data import KSubmodularFunction, SetFunction
-from .matroids import Matroid, PartitionMatroid, UniformMatroid
+from .matroids import Matroid, PartitionMatroid, UniformMatroid, check_pair
 from .multilinear import SampledGradient, gradient, has_closed_form, multilinear
 from .results import GreedyRelease, TrueDataDiagnostics, as_tuple, epsilon_spent
 
@@ -34,12 +34,6 @@ __all__ = [
     "k_greedy",
     "k_brute_force_opt",
 ]
-
-
-def check_pair(F, M: Matroid) -> None:
-    """The matroid must live on the function's ground set."""
-    if M.n != F.n:
-        raise DataValidationError("matroid", f"ground set of {M.n} elements but the function has {F.n}")
 
 
 def _guard(accountant: PrivacyAccountant | None, component: str, diagnostic: bool) -> None:

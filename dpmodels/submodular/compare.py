@@ -216,9 +216,9 @@ def add_parser(cmp_sub) -> None:
 
 def run_cli(args) -> int:
     from dpmodels import instances
-    from dpmodels.cli import _parse_settings
+    from dpmodels.core.settings import parse_settings
 
-    inst = instances.load(args.instance, **_parse_settings(args.set))
+    inst = instances.load(args.instance, **parse_settings(args.set))
     if not isinstance(inst, SubmodularInstance | KSubmodularInstance):
         from dpmodels.core.errors import DataValidationError
 

@@ -25,6 +25,7 @@ from dpmodels.core.errors import DataValidationError
 from .data import as_mask
 
 __all__ = [
+    "check_pair",
     "Matroid",
     "UniformMatroid",
     "PartitionMatroid",
@@ -627,3 +628,9 @@ class ExplicitMatroid(Matroid):
 
     def is_independent(self, S) -> bool:
         return frozenset(np.flatnonzero(as_mask(S, self.n)).tolist()) in self.family
+
+
+def check_pair(F, M: Matroid) -> None:
+    """The matroid must live on the function's ground set."""
+    if M.n != F.n:
+        raise DataValidationError("matroid", f"ground set of {M.n} elements but the function has {F.n}")

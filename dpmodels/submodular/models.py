@@ -16,9 +16,8 @@ import pyomo.environ as pyo
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.marker import attach_marker
 
-from .algorithms import check_pair
 from .data import FacilityLocation, KCoverage, WeightedCoverage
-from .matroids import GraphicMatroid, Matroid
+from .matroids import GraphicMatroid, Matroid, check_pair
 from .multilinear import pyomo_multilinear
 
 __all__ = [

@@ -20,13 +20,13 @@ import scipy.sparse as sp
 from dpmodels.core.executors import map_tasks, resolve_executor
 from dpmodels.core.hierarchy import Hierarchy
 
-from .data import PublicKnowledge, Schema, microdata
-from .mechanism import Measurements
+from .data import PublicKnowledge, Schema, TopDownData, microdata
+from .mechanism import Measurements, Strategy, measure
 from .models import ChildSpec, NodeProblem, WeightedQuery
 from .queries import kron_query
 from .solve import NodeOptions, NodeSolution, flows_hold, solve_node
 
-__all__ = ["TopDownResult", "topdown", "free_marginal"]
+__all__ = ["TopDownResult", "topdown", "run_topdown", "free_marginal"]
 
 
 @dataclass
@@ -216,3 +216,33 @@ def check_release(result: TopDownResult, knowledge: PublicKnowledge, edits: bool
     if edits:
         out["edit violations"] = int(sum((~e.holds(counts[geo.leaves])).sum() for e in knowledge.edits))
     return out
+
+
+def run_topdown(
+    data: TopDownData,
+    epsilon,
+    strategy: Strategy | None = None,
+    level_shares=None,
+    options=None,
+    noise: str = "geometric",
+    seed=None,
+    executor=None,
+    progress: bool = False,
+):
+    """TopDown end to end: measure everything once, then post-process level by level.
+
+    Returns ``(result, measurements)``; the post-processing sees only the measurements and
+    the public knowledge, never ``data.leaf_counts``.  ``seed=None`` draws from the secure
+    generator; a seed is for experiments (the ledger says the output is not private).
+    """
+    measurements = measure(data, epsilon, strategy, level_shares, noise, rng=seed)
+    result = topdown(
+        measurements,
+        data.knowledge,
+        data.schema,
+        data.geography,
+        options or NodeOptions(),
+        executor=executor,
+        progress=progress,
+    )
+    return result, measurements

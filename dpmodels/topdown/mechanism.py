@@ -26,7 +26,7 @@ from dpmodels.core.randomness import describe
 from .data import Schema, TopDownData
 from .queries import QuerySet, identity, level_sensitivity, marginal
 
-__all__ = ["Strategy", "default_strategy", "NodeMeasurement", "Measurements", "measure", "run_topdown"]
+__all__ = ["Strategy", "default_strategy", "NodeMeasurement", "Measurements", "measure"]
 
 
 def _unit_shares(values, field: str) -> list[Fraction] | None:
@@ -188,35 +188,3 @@ def _plan(ledger: PrivacyLedger, strategy: Strategy, geo, level_eps, deltas, noi
             scale = ledger.record(query.name, f"level {level} / {query.name}", delta, eps_q, noise, rows.size)
             plan.append((rows, query, scale))
     return plan
-
-
-def run_topdown(
-    data: TopDownData,
-    epsilon,
-    strategy: Strategy | None = None,
-    level_shares=None,
-    options=None,
-    noise: str = "geometric",
-    seed=None,
-    executor=None,
-    progress: bool = False,
-):
-    """TopDown end to end: measure everything once, then post-process level by level.
-
-    Returns ``(result, measurements)``; the post-processing sees only the measurements and
-    the public knowledge, never ``data.leaf_counts``.
-    """
-    from .driver import topdown
-    from .solve import NodeOptions
-
-    measurements = measure(data, epsilon, strategy, level_shares, noise, rng=seed)
-    result = topdown(
-        measurements,
-        data.knowledge,
-        data.schema,
-        data.geography,
-        options or NodeOptions(),
-        executor=executor,
-        progress=progress,
-    )
-    return result, measurements

@@ -9,8 +9,8 @@ import scipy.sparse as sp
 import dpmodels
 from dpmodels import instances
 from dpmodels.topdown.data import Edit, FlowData
-from dpmodels.topdown.driver import free_marginal
-from dpmodels.topdown.mechanism import measure, run_topdown
+from dpmodels.topdown.driver import free_marginal, run_topdown
+from dpmodels.topdown.mechanism import measure
 from dpmodels.topdown.models import ChildSpec, NodeProblem, WeightedQuery
 from dpmodels.topdown.solve import NodeOptions, solve_node, verify_children
 

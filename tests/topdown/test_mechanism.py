@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from dpmodels.core.errors import DataValidationError
-from dpmodels.topdown.mechanism import Measurements, Strategy, default_strategy, measure, run_topdown
+from dpmodels.topdown.driver import run_topdown
+from dpmodels.topdown.mechanism import Measurements, Strategy, default_strategy, measure
 from dpmodels.topdown.queries import QuerySet, grouping_matrix, identity, kron_query, marginal, total
 
 
