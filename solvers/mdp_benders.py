@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from pyomo.common.config import ConfigValue, NonNegativeFloat, PositiveInt
 from pyomo.contrib.solver.common.config import SolverConfig
-from pyomo.contrib.solver.common.results import TerminationCondition
 
-from dpmodels.core.errors import ModelStructureError
 from dpmodels.metricdp.benders import benders
-from dpmodels.metricdp.mechanism import require_exact_mdp
 from dpmodels.metricdp.partition import partition as make_partition
 
+from ._adapters import exact_instance, mdp_solution
 from .base import StructureSolution, StructureSolver
 
 __all__ = ["BendersConfig", "MDPBendersSolver"]
@@ -87,35 +85,3 @@ class MDPBendersSolver(StructureSolver):
             executor=config.executor,
         )
         return mdp_solution(instance, res, extra=dict(res.info, first_feasible=res.first_feasible))
-
-
-#: Statuses of both mDP algorithms as Pyomo terminations.
-TERMINATION = {
-    "optimal": TerminationCondition.convergenceCriteriaSatisfied,
-    "gap reached": TerminationCondition.convergenceCriteriaSatisfied,
-    "max_iter": TerminationCondition.iterationLimit,
-    "time limit": TerminationCondition.maxTimeLimit,
-    "stalled": TerminationCondition.error,
-}
-
-
-def exact_instance(marker, solver: str):
-    """The instance of an exact ``build_full_lp`` model; the reference code's relaxations are refused."""
-    opts = marker.options
-    if opts.get("mdp_slack", 0) != 0 or opts.get("z_min", 0) != 0:
-        raise ModelStructureError(
-            f"{solver} solves the exact perturbation LP; this model was built with the reference code's "
-            f"relaxations (mdp_slack={opts.get('mdp_slack')}, z_min={opts.get('z_min')}); solve it with highs"
-        )
-    return marker.data["instance"]
-
-
-def mdp_solution(instance, res, extra: dict) -> StructureSolution:
-    """A Benders or IPM result (certified incumbent, bound, history) as a StructureSolution.
-
-    The incumbent is loaded only if it passes the exact ratio audit (both algorithms repair it;
-    this refuses, rather than loads, a matrix that is not eps-mDP)."""
-    values = {"z": require_exact_mdp(instance, res.z, "incumbent z")} if res.z is not None else {}
-    info = dict(extra, history=res.history, iterations=res.iterations, status=res.status)
-    objective = res.upper_bound if res.z is not None else None
-    return StructureSolution(values, objective, TERMINATION[res.status], bound=res.lower_bound, info=info)

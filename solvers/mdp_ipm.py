@@ -15,8 +15,8 @@ from pyomo.contrib.solver.common.config import SolverConfig
 
 from dpmodels.metricdp.ipm import structured_ipm
 
+from ._adapters import exact_instance, mdp_solution
 from .base import StructureSolution, StructureSolver
-from .mdp_benders import exact_instance, mdp_solution
 
 __all__ = ["IPMConfig", "MDPIPMSolver"]
 

@@ -1,116 +1,20 @@
-"""``pgsr_chain``: the exact chain DP of M_c^ch for Model 3 (spec 4.6, corrected C8).
+"""``pgsr_chain``: the corrected Model 3 solved exactly by the chain DP of M_c^ch (spec 4.6, C8).
 
-Along the size-major post-order chain, ``tau_{i+1}(v) = (v - noisy_{i+1})^2 + phi_{i+1}(v)``
-with ``phi`` either ``tau_i(v)`` (the next node is shallower: equality C9) or the prefix
-minimum of ``tau_i`` (Eqs. 8a-8b).  Tables are convex (Lemma 7), so the DP keeps one table
-at a time and each node's argmin.  When the tables would be too large (wide domains, as
-with the sound noise calibration) the same optimum is computed by pool-adjacent-violators
-on the chain, which is exact for separable convex costs under chain constraints.
+The algorithm is :func:`dpmodels.pgsr.chain_dp.solve_chain` (table DP, or PAVA for wide
+domains); this module adapts it to Pyomo and refuses the paper-literal C8 (erratum A3).
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-
-import numpy as np
 from pyomo.contrib.solver.common.results import TerminationCondition
 
-from dpmodels.core.errors import DataValidationError, ModelStructureError
-from dpmodels.pgsr.data import (
-    Domains,
-    NoisyGroupSizes,
-    chain_decumulate,
-    chain_feasible_interval,
-    chain_infeasibility,
-    chain_links,
-    chain_order,
-    resolve_domains,
-)
+from dpmodels.core.errors import ModelStructureError
+from dpmodels.pgsr.chain_dp import solve_chain
+from dpmodels.pgsr.data import chain_infeasibility
 
-from . import _pgsr_kernels as kernels
 from .base import StructureSolution, StructureSolver
 
-__all__ = ["ChainSolution", "solve_chain", "chain_tables", "PGSRChainSolver"]
-
-#: Above this many table entries ``method="auto"`` switches from the table DP to PAVA.
-TABLE_BUDGET = 50_000_000
-
-
-@dataclass
-class ChainSolution:
-    """Chain values and the released counts, both in (regions, sizes) layout."""
-
-    chain: np.ndarray
-    counts: np.ndarray
-    objective: float
-    domains: Domains
-    info: dict = field(default_factory=dict)
-
-
-def solve_chain(
-    noisy: NoisyGroupSizes, domains="full", delta=None, on_infeasible: str = "raise", method: str = "auto"
-) -> ChainSolution:
-    """Exact optimum of the corrected Model 3 on plain data.
-
-    ``method``: ``"dp"`` (the paper's table DP), ``"pava"`` (pool adjacent violators) or
-    ``"auto"`` (the DP unless its tables exceed ``TABLE_BUDGET`` entries).
-    """
-    noisy.require_kind("chain", "pgsr_chain")
-    if method not in ("auto", "dp", "pava"):
-        raise DataValidationError("method", f"must be 'auto', 'dp' or 'pava', got {method!r}")
-    tick = time.perf_counter()
-    dom = resolve_domains(noisy, domains, delta, on_infeasible, check=chain_infeasibility)
-    regions, sizes = chain_order(noisy.hierarchy, noisy.N)
-    links = chain_links(noisy.hierarchy, noisy.N)
-    y = noisy.values[regions, sizes]
-    lo = dom.lo[regions, sizes].copy()
-    hi = dom.hi[regions, sizes].copy()
-    lo[-1] = hi[-1] = noisy.G
-    flo, fhi = chain_feasible_interval(lo, hi, links == 2)
-    entries = int((fhi - flo + 1).sum())
-    chosen = method if method != "auto" else ("dp" if entries <= TABLE_BUDGET else "pava")
-    if chosen == "dp":
-        x, _ = kernels.chain_dp(y, flo, fhi, links, noisy.G)
-    else:
-        x, feasible = kernels.chain_pava(y, flo, fhi, links, noisy.G)
-        if not feasible:
-            raise RuntimeError("pgsr_chain: PAVA found no feasible pooling on feasible domains (internal error)")
-    chain = np.empty(noisy.values.shape, dtype=np.int64)
-    chain[regions, sizes] = x
-    objective = float(((x - y) ** 2).sum())
-    info = {
-        "method": chosen,
-        "table_entries": entries,
-        "domain_widenings": dom.widenings,
-        "delta": dom.delta,
-        "seconds": time.perf_counter() - tick,
-    }
-    return ChainSolution(chain, chain_decumulate(noisy.hierarchy, chain), objective, dom, info)
-
-
-def chain_tables(noisy: NoisyGroupSizes, domains: Domains) -> list[tuple[int, np.ndarray]]:
-    """Every cost table ``tau_i`` of the chain DP, literally as Eqs. 8a-8b define them.
-
-    Returns ``(lo_i, tau_i)`` in chain order on each node's own domain (``inf`` where no
-    earlier value fits).  The optimum of Model 3 is ``tau_last(G)``.  This is the readable
-    reference for inspecting small instances; ``solve_chain`` keeps only one table at a time.
-    """
-    regions, sizes = chain_order(noisy.hierarchy, noisy.N)
-    links = chain_links(noisy.hierarchy, noisy.N)
-    tables: list[tuple[int, np.ndarray]] = []
-    for i, (r, s) in enumerate(zip(regions, sizes, strict=True)):
-        lo, hi = int(domains.lo[r, s]), int(domains.hi[r, s])
-        v = np.arange(lo, hi + 1)
-        tau = (v - noisy.values[r, s]) ** 2
-        if tables:
-            prev_lo, prev = tables[-1]
-            ref = prev if links[i - 1] == 2 else np.minimum.accumulate(prev)  # tau_i(v) or min_{x<=v} tau_i(x)
-            pos = v - prev_lo if links[i - 1] == 2 else np.minimum(v, prev_lo + len(prev) - 1) - prev_lo
-            inside = (pos >= 0) & (pos < len(prev))
-            tau = tau + np.where(inside, ref[np.clip(pos, 0, len(prev) - 1)], np.inf)
-        tables.append((lo, tau.astype(np.float64)))
-    return tables
+__all__ = ["PGSRChainSolver"]
 
 
 class PGSRChainSolver(StructureSolver):

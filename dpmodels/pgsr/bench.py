@@ -46,7 +46,8 @@ def _timed_solve(model, solver: str, time_limit: float | None):
 def figure7_sweep(sizes, time_limit: float = 120.0, epsilon: float = 1.0, seed: int = 0) -> pd.DataFrame:
     """pgsr_dp on Model 1 vs clarabel and highs on Model 1-R, same noisy instance per N."""
     from dpmodels.instances.pgsr import taxi_like
-    from dpmodels.solvers.pgsr_dp import solve_hierarchical
+
+    from .dp import solve_hierarchical
 
     rows = []
     highs_gave_up = False
@@ -82,7 +83,8 @@ def figure7_sweep(sizes, time_limit: float = 120.0, epsilon: float = 1.0, seed: 
 def _warm_up() -> None:
     """Load the compiled kernels once so the first timed solve does not pay for it."""
     from dpmodels.instances.pgsr import random_tree
-    from dpmodels.solvers.pgsr_dp import solve_hierarchical
+
+    from .dp import solve_hierarchical
 
     data = random_tree(seed=0)
     noisy, _ = measure(data, 1.0, "counts", rng=0)
@@ -104,8 +106,9 @@ def _sweep_line(row: dict) -> str:
 def census_end_to_end(scale: float = 1.0, epsilon: float = 1.0, seed: int = 0) -> dict:
     """Generate, measure and post-process the census-like shape with pgsr_dp (in this process)."""
     from dpmodels.instances.pgsr import census_like
-    from dpmodels.solvers.pgsr_chain import solve_chain
-    from dpmodels.solvers.pgsr_dp import solve_hierarchical
+
+    from .chain_dp import solve_chain
+    from .dp import solve_hierarchical
 
     out: dict = {"scale": scale, "epsilon": epsilon}
     tick = time.perf_counter()

@@ -166,7 +166,7 @@ def post_hierarchical_relaxed(noisy, solver="clarabel", domains="truncated", tim
 @_timed
 def post_hierarchical_dp(noisy, domains="truncated") -> Release:
     """M_H^dp: Model 1 by the TableMerge dynamic program."""
-    from dpmodels.solvers.pgsr_dp import solve_hierarchical
+    from .dp import solve_hierarchical
 
     sol = solve_hierarchical(noisy, domains, on_infeasible="widen")
     return Release(sol.counts, "optimal", sol.objective, 0.0, "pgsr_dp", sol.info)
@@ -175,7 +175,7 @@ def post_hierarchical_dp(noisy, domains="truncated") -> Release:
 @_timed
 def post_hierarchical_dp_op(noisy, domains="truncated", subsolver="highs") -> Release:
     """M_dp^OP: the same DP with one Model 4 solve per table entry."""
-    from dpmodels.solvers.pgsr_dp_op import solve_hierarchical_op
+    from .dp_op import solve_hierarchical_op
 
     sol = solve_hierarchical_op(noisy, domains, on_infeasible="widen", subsolver=subsolver)
     return Release(sol.counts, "optimal", sol.objective, 0.0, "pgsr_dp_op", sol.info)
@@ -198,7 +198,7 @@ def post_cumulative_relaxed(noisy, solver="clarabel", domains="truncated", time_
 @_timed
 def post_cumulative_dp(noisy, domains="truncated") -> Release:
     """M_c^dp: Algorithm 2 (isotonic step, rounding, then the DP)."""
-    from dpmodels.solvers.pgsr_cumulative import solve_cumulative_dp
+    from .cumulative_dp import solve_cumulative_dp
 
     sol = solve_cumulative_dp(noisy, domains)
     return Release(sol.counts, "feasible", sol.objective, 0.0, "pgsr_cdp", sol.info)
@@ -207,7 +207,7 @@ def post_cumulative_dp(noisy, domains="truncated") -> Release:
 @_timed
 def post_chain(noisy, domains="truncated") -> Release:
     """M_c^ch: the corrected Model 3 by the chain DP."""
-    from dpmodels.solvers.pgsr_chain import solve_chain
+    from .chain_dp import solve_chain
 
     sol = solve_chain(noisy, domains, on_infeasible="widen")
     return Release(sol.counts, "optimal", sol.objective, 0.0, "pgsr_chain", sol.info)

@@ -103,7 +103,7 @@ def test_exponential_mechanism_is_repaired_where_exp_underflows():
 
 
 def test_plugins_refuse_an_incumbent_that_is_not_private():
-    from dpmodels.solvers.mdp_benders import mdp_solution
+    from dpmodels.solvers._adapters import mdp_solution
 
     inst = instances.generate("mdp/grid", seed=0, rows=3, cols=4, K=6, epsilon=2.0, eta=1.5)
     z = np.zeros((inst.N, inst.K))

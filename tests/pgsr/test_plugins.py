@@ -4,10 +4,6 @@ import numpy as np
 import pyomo.environ as pyo
 import pytest
 from dpmodels.instances.pgsr import random_tree
-from dpmodels.solvers.pgsr_chain import chain_tables, solve_chain
-from dpmodels.solvers.pgsr_cumulative import solve_cumulative_dp, solve_isotonic
-from dpmodels.solvers.pgsr_dp import hierarchical_tables, solve_hierarchical, table_merge
-from dpmodels.solvers.pgsr_dp_op import solve_hierarchical_op
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pgsr_oracles import brute_force, min_plus
@@ -18,7 +14,11 @@ from pyomo.contrib.solver.common.util import NoOptimalSolutionError
 from dpmodels.core.errors import InfeasibleDomainError, ModelStructureError
 from dpmodels.core.relax import relax_integer_vars
 from dpmodels.pgsr import models as M
+from dpmodels.pgsr.chain_dp import chain_tables, solve_chain
+from dpmodels.pgsr.cumulative_dp import solve_cumulative_dp, solve_isotonic
 from dpmodels.pgsr.data import Domains, NoisyGroupSizes, chain_cumulative, chain_order, cumulative
+from dpmodels.pgsr.dp import hierarchical_tables, solve_hierarchical, table_merge
+from dpmodels.pgsr.dp_op import solve_hierarchical_op
 
 
 def noisy_counts(data, values, G=None):

@@ -1,6 +1,6 @@
 """Compiled (numba) kernels of the PGSR dynamic programs.
 
-Profiling showed these loops are the whole cost of the plugins (the DP merge walks one
+Profiling showed these loops are the whole cost of the PGSR algorithms (the DP merge walks one
 domain value at a time with a heap over the children; the chain DP walks every domain
 value of 10^6+ chain nodes), so they are compiled; everything around them is numpy.
 

@@ -1,0 +1,60 @@
+"""Cumulative PGSR algorithms: Model A2 by PAVA and Algorithm 2 (M_c^dp).
+
+:func:`solve_isotonic` solves Model A2 exactly: bounded least-squares isotonic regression per
+region is ``clip(PAVA(noisy), 0, G)`` (spec 3.6).
+
+:func:`solve_cumulative_dp` is M_c^dp (spec 4.5): per region the isotonic estimate, rounded
+half up and de-cumulated, becomes the input of the M_H^dp dynamic program.  It returns a
+feasible solution of Model 2 but not its optimum (the paper's Model 2 has no known polynomial
+algorithm).  The plugins ``isotonic_pava`` and ``pgsr_cdp`` (:mod:`dpmodels.solvers.pgsr_cumulative`)
+run them on Pyomo models.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import kernels
+from .data import Domains, NoisyGroupSizes, cumulative, decumulate
+from .dp import solve_hierarchical
+
+__all__ = ["solve_isotonic", "CumulativeSolution", "solve_cumulative_dp"]
+
+
+def solve_isotonic(noisy: NoisyGroupSizes) -> np.ndarray:
+    """Model A2 for every region: the closest non-decreasing vector in ``[0, G]``."""
+    noisy.require_kind("cumulative", "isotonic_pava")
+    return kernels.isotonic_rows(np.ascontiguousarray(noisy.values), 0.0, float(noisy.G))
+
+
+@dataclass
+class CumulativeSolution:
+    """Released counts and the Algorithm 2 intermediate estimates."""
+
+    counts: np.ndarray
+    isotonic: np.ndarray
+    preprocessed: np.ndarray
+    objective: float
+    domains: Domains
+    info: dict = field(default_factory=dict)
+
+
+def solve_cumulative_dp(
+    noisy: NoisyGroupSizes, domains="truncated", delta=None, on_infeasible: str = "widen"
+) -> CumulativeSolution:
+    """Algorithm 2: isotonic step, round half up, (-), then the M_H^dp DP on the result.
+
+    The DP's domains are built around the pre-processed counts with the cumulative noise
+    scale (spec 4.5: the smaller noise gives smaller domains).  ``objective`` is Model 2's
+    objective at the released solution.
+    """
+    tick = time.perf_counter()
+    iso = solve_isotonic(noisy)
+    pre = decumulate(np.floor(iso + 0.5))
+    dp = solve_hierarchical(noisy.with_values(pre, kind="counts"), domains, delta, on_infeasible)
+    objective = float(((cumulative(dp.counts) - noisy.values) ** 2).sum())
+    info = dict(dp.info, dp_objective=dp.objective, seconds=time.perf_counter() - tick)
+    return CumulativeSolution(dp.counts, iso, pre, objective, dp.domains, info)

@@ -1,0 +1,65 @@
+"""Adapter helpers shared by several plugins (a private module: it registers no solver).
+
+Plugins import these instead of importing each other: ``model1_solution`` for the PGSR
+Model 1 plugins (``pgsr_dp``, ``pgsr_dp_op``), ``exact_instance`` and ``mdp_solution`` for
+the metric-DP plugins (``mdp_benders``, ``mdp_ipm``).
+"""
+
+from __future__ import annotations
+
+from pyomo.contrib.solver.common.results import TerminationCondition
+
+from dpmodels.core.errors import ModelStructureError
+from dpmodels.metricdp.mechanism import require_exact_mdp
+from dpmodels.pgsr.data import hierarchical_infeasibility
+
+from .base import StructureSolution
+
+__all__ = ["model1_solution", "exact_instance", "mdp_solution", "MDP_TERMINATION"]
+
+
+def model1_solution(marker, solve) -> StructureSolution:
+    """Solve the data of a Model 1 marker (QIP or chord MILP) with ``solve(noisy, domains)``."""
+    noisy, dom = marker.data["noisy"], marker.data["domains"]
+    reason = hierarchical_infeasibility(noisy, dom)
+    if reason is not None:
+        return StructureSolution({}, None, TerminationCondition.provenInfeasible, info={"reason": reason})
+    sol = solve(noisy, dom)
+    values = {"n": sol.counts}
+    if marker.formulation == "pgsr.hierarchical_milp":
+        values["t"] = (sol.counts - noisy.values) ** 2
+    return StructureSolution(
+        values, sol.objective, TerminationCondition.convergenceCriteriaSatisfied, bound=sol.objective, info=sol.info
+    )
+
+
+#: Statuses of both mDP algorithms as Pyomo terminations.
+MDP_TERMINATION = {
+    "optimal": TerminationCondition.convergenceCriteriaSatisfied,
+    "gap reached": TerminationCondition.convergenceCriteriaSatisfied,
+    "max_iter": TerminationCondition.iterationLimit,
+    "time limit": TerminationCondition.maxTimeLimit,
+    "stalled": TerminationCondition.error,
+}
+
+
+def exact_instance(marker, solver: str):
+    """The instance of an exact ``build_full_lp`` model; the reference code's relaxations are refused."""
+    opts = marker.options
+    if opts.get("mdp_slack", 0) != 0 or opts.get("z_min", 0) != 0:
+        raise ModelStructureError(
+            f"{solver} solves the exact perturbation LP; this model was built with the reference code's "
+            f"relaxations (mdp_slack={opts.get('mdp_slack')}, z_min={opts.get('z_min')}); solve it with highs"
+        )
+    return marker.data["instance"]
+
+
+def mdp_solution(instance, res, extra: dict) -> StructureSolution:
+    """A Benders or IPM result (certified incumbent, bound, history) as a StructureSolution.
+
+    The incumbent is loaded only if it passes the exact ratio audit (both algorithms repair it;
+    this refuses, rather than loads, a matrix that is not eps-mDP)."""
+    values = {"z": require_exact_mdp(instance, res.z, "incumbent z")} if res.z is not None else {}
+    info = dict(extra, history=res.history, iterations=res.iterations, status=res.status)
+    objective = res.upper_bound if res.z is not None else None
+    return StructureSolution(values, objective, MDP_TERMINATION[res.status], bound=res.lower_bound, info=info)
