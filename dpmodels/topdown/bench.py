@@ -79,7 +79,7 @@ class _Clock:
 
 def rounding_sweep(sizes, time_limit: float = 60.0, seed: int = 0) -> pd.DataFrame:
     """Flow rounder vs HiGHS LP and MIP on the same rounding models."""
-    from dpmodels.solvers.topdown_flow import solve_flow_rounding
+    from .flow import solve_flow_rounding
 
     rows = []
     for children, cells in sizes:
@@ -132,7 +132,7 @@ def rounding_sweep(sizes, time_limit: float = 60.0, seed: int = 0) -> pd.DataFra
 
 def l2_sweep(sizes, time_limit: float = 60.0, seed: int = 0) -> pd.DataFrame:
     """Closed-form tree L2 vs clarabel and highs on the same L2 models (identity measurements)."""
-    from dpmodels.solvers.topdown_tree import solve_tree_l2, tree_objective
+    from .tree_l2 import solve_tree_l2, tree_objective
 
     rows = []
     for children, cells in sizes:

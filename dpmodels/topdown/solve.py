@@ -24,11 +24,8 @@ from pyomo.contrib.solver.common.results import TerminationCondition
 from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.core.facade import solve
 
-# the structure plugins' algorithms, called on plain data (solve_data) inside the driver
-from dpmodels.solvers.topdown_flow import solve_flow_rounding  # noqa: E402
-from dpmodels.solvers.topdown_tree import solve_tree_l2, tree_objective  # noqa: E402
-
 from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel
+from .flow import solve_flow_rounding  # the plugins' algorithms, on plain data
 from .models import (
     NodeProblem,
     build_failsafe_l1,
@@ -38,6 +35,7 @@ from .models import (
     histogram_values,
     split_floor,
 )
+from .tree_l2 import solve_tree_l2, tree_objective
 from .tum import matrix_certificate, tum_certificate
 
 __all__ = ["NodeOptions", "NodeSolution", "solve_node", "verify_children"]

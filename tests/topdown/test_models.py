@@ -4,8 +4,6 @@ import numpy as np
 import pyomo.environ as pyo
 import pytest
 import scipy.sparse as sp
-from dpmodels.solvers.topdown_flow import SCALE, solve_flow_rounding
-from dpmodels.solvers.topdown_tree import simplex_projection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
@@ -13,6 +11,7 @@ from pyomo.contrib.solver.common.factory import SolverFactory
 import dpmodels
 from dpmodels.core.errors import ModelStructureError
 from dpmodels.topdown.data import Edit, FlowData
+from dpmodels.topdown.flow import SCALE, solve_flow_rounding
 from dpmodels.topdown.models import (
     ChildSpec,
     NodeProblem,
@@ -25,6 +24,7 @@ from dpmodels.topdown.models import (
     split_floor,
 )
 from dpmodels.topdown.solve import flows_hold
+from dpmodels.topdown.tree_l2 import simplex_projection
 from dpmodels.topdown.tum import tum_certificate
 
 
