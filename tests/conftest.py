@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-import solvers  # noqa: F401  (registers the plugins)
+import dpmodels  # noqa: F401  (registers the plugins)
 from dpmodels import instances
 
 settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True)

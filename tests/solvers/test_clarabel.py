@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import math
 
+import dpmodels.solvers  # noqa: F401  (registers "clarabel")
 import numpy as np
 import pyomo.environ as pyo
 import pytest
@@ -23,7 +24,6 @@ from pyomo.contrib.solver.common.util import (
     NoSolutionError,
 )
 
-import solvers  # noqa: F401  (registers "clarabel")
 from dpmodels.core.errors import ModelStructureError
 
 TC = TerminationCondition
