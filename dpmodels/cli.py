@@ -43,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from dpmodels import __version__
+
     parser = argparse.ArgumentParser(prog="dpmodels", description="Optimization models for differential privacy.")
+    parser.add_argument("--version", action="version", version=f"dpmodels {__version__}")
     sub = parser.add_subparsers(dest="command")
 
     inst = sub.add_parser("instances", help="list built-in instances and generators")

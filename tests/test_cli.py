@@ -195,3 +195,10 @@ def test_bench_mdp_small(tmp_path, cell_km):
             assert abs(r["objective"] - lp) <= 1e-3 * lp and r["lower bound"] <= lp + 1e-9
         if r["run"].startswith("structured IPM"):  # certified: bound <= optimum <= exactly mDP incumbent
             assert r["lower bound"] <= lp + 1e-9 and r["objective"] >= lp - 1e-9 and r["relative gap"] <= 1e-3
+
+
+def test_version_is_printed():
+    from dpmodels import __version__
+
+    proc = run("--version")
+    assert proc.stdout.strip() == f"dpmodels {__version__}"
