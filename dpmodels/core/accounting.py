@@ -16,7 +16,7 @@ import pandas as pd
 
 from .errors import PrivacyParameterError
 from .noise import as_epsilon, exact
-from .samplers import EXACT_LIMIT
+from .samplers import exact_fraction
 
 __all__ = ["split_budget", "Measurement", "PrivacyLedger"]
 
@@ -77,13 +77,13 @@ class PrivacyLedger:
         sens = exact(sensitivity, "sensitivity")
         eps = as_epsilon(epsilon)
         scale = sens / eps
-        if scale.numerator >= EXACT_LIMIT or scale.denominator >= EXACT_LIMIT:
+        try:
+            exact_fraction(scale, "scale")  # the samplers' own limit, checked before anything is drawn
+        except PrivacyParameterError as err:
             raise PrivacyParameterError(
                 "epsilon",
-                f"{float(eps):.6g} for {query!r} gives the noise scale {float(scale):.6g}, which the exact samplers "
-                f"cannot represent (numerator and denominator below 2^55 ~ {float(EXACT_LIMIT):.3g}); "
-                "pick a larger epsilon",
-            )
+                f"{float(eps):.6g} for {query!r}: the exact samplers cannot represent its scale {err.problem}",
+            ) from err
         m = Measurement(query, group, sens, eps, scale, noise, count)
         self.entries.append(m)
         return m.scale

@@ -82,40 +82,29 @@ def _smear(x: np.ndarray) -> np.ndarray:
 
 
 def uniform_below(high, rng: np.random.Generator, size=None) -> np.ndarray:
-    """Uniform integers in ``[0, high)`` (``1 <= high < 2^63``, scalar or array) by masked rejection."""
+    """Uniform integers in ``[0, high)`` (``1 <= high < 2^63``, scalar or array) by masked rejection.
+
+    One bound (the common case) keeps a scalar mask and bound instead of per-element arrays;
+    both read the same words.
+    """
     high = np.asarray(high, dtype=np.int64)
-    if high.ndim == 0 and size is not None:
-        return _uniform_below_scalar(int(high), size, rng)
-    if size is not None:
-        high = np.broadcast_to(high, size)
-    flat = high.ravel()
-    if flat.size and flat.min() < 1:
+    shape = tuple(np.atleast_1d(size)) if size is not None else high.shape
+    n = int(np.prod(shape))
+    if high.ndim and size is not None:
+        high = np.broadcast_to(high, shape)
+    bound = high if high.ndim == 0 else high.ravel()
+    if bound.size and bound.min() < 1:
         raise PrivacyParameterError("high", "uniform_below needs bounds >= 1")
-    mask = _smear(flat - 1)
-    out = np.empty(flat.size, dtype=np.int64)
-    todo = np.arange(flat.size)
-    while todo.size:
-        draw = (_raw(rng, todo.size) & mask[todo]).astype(np.int64)
-        ok = draw < flat[todo]
-        out[todo[ok]] = draw[ok]
-        todo = todo[~ok]
-    return out.reshape(high.shape)
-
-
-def _uniform_below_scalar(high: int, size, rng: np.random.Generator) -> np.ndarray:
-    """:func:`uniform_below` for one bound: the same draws, without per-element masks."""
-    if not 1 <= high < 2**63:
-        raise PrivacyParameterError("high", f"uniform_below needs 1 <= high < 2^63, got {high}")
-    mask = np.uint64((1 << (high - 1).bit_length()) - 1)
-    n = int(np.prod(size)) if np.ndim(size) else int(size)
+    mask = _smear(bound - 1)
     out = np.empty(n, dtype=np.int64)
     todo = np.arange(n)
+    take = (lambda a: a) if bound.ndim == 0 else (lambda a: a[todo])  # the undecided entries' mask and bound
     while todo.size:
-        draw = (_raw(rng, todo.size) & mask).astype(np.int64)
-        ok = draw < high
+        draw = (_raw(rng, todo.size) & take(mask)).astype(np.int64)
+        ok = draw < take(bound)
         out[todo[ok]] = draw[ok]
         todo = todo[~ok]
-    return out.reshape(size)
+    return out.reshape(shape)
 
 
 def _uniform_below_int(high: int, rng: np.random.Generator) -> int:
