@@ -103,26 +103,37 @@ def _reject_vectorized(num: np.ndarray, den: int, rng) -> int:
             return int(candidates[accepted[0]])
 
 
-_SPLIT_DEN = 2**52  # the grid of the vectorized part of a split exponent (below EXACT_LIMIT)
+SPLIT_DEN = 2**52  # the grid of the vectorized part of a split exponent (below EXACT_LIMIT)
 _SPLIT_CAP = 2**61  # its numerator cap: the vectorized part is at most 512 (exp(-512) ~ 1e-222)
+
+
+def split_heads(nums: list[int], den: int) -> np.ndarray:
+    """The vectorized parts ``head_j = min(floor(gamma_j 2^52), 2^61)`` of exponents ``gamma_j = nums_j / den``.
+
+    ``Bernoulli(exp(-gamma))`` is the AND of independent exact Bernoullis of ``head / 2^52`` (int64
+    words, :func:`bernoulli_exp` on the grid :data:`SPLIT_DEN`) and of the tail :func:`tail_passes`.
+    """
+    return np.array([min(n * SPLIT_DEN // den, _SPLIT_CAP) for n in nums], dtype=np.int64)
+
+
+def tail_passes(num: int, den: int, head: int, rng) -> bool:
+    """The tail coin ``Bernoulli(exp(-(num/den - head/2^52)))`` of a split exponent (Python integers)."""
+    tail = Fraction(num * SPLIT_DEN - head * den, den * SPLIT_DEN)
+    return not tail or bernoulli_exp_scalar(tail, rng)
 
 
 def _reject_split(nums: list[int], den: int, rng) -> int:
     """:func:`_reject_vectorized` for exponents ``gamma_j = nums_j / den`` on any denominator.
 
-    Each is split as ``head_j / 2^52 + tail_j`` with ``head_j = min(floor(gamma_j 2^52), 2^61)``
-    and ``tail_j >= 0``: ``Bernoulli(exp(-gamma))`` is the AND of independent exact Bernoullis of
-    the head (int64 words, vectorized) and of the tail (below ``2^-52`` unless capped; Python
-    integers).  Trials are independent and taken in order, so drawing a trial's tail only when
-    its head passed (and no later trial's) keeps the law exact.
+    Each exponent is split (:func:`split_heads`); trials are independent and taken in order, so
+    drawing a trial's tail only when its head passed (and no later trial's) keeps the law exact.
     """
-    heads = np.array([min(n * _SPLIT_DEN // den, _SPLIT_CAP) for n in nums], dtype=np.int64)
+    heads = split_heads(nums, den)
     while True:
         candidates = uniform_below(heads.size, rng, size=_BATCH)
-        for i in np.flatnonzero(bernoulli_exp(heads[candidates], np.int64(_SPLIT_DEN), rng)):
+        for i in np.flatnonzero(bernoulli_exp(heads[candidates], np.int64(SPLIT_DEN), rng)):
             j = int(candidates[i])
-            tail = Fraction(nums[j] * _SPLIT_DEN - int(heads[j]) * den, den * _SPLIT_DEN)
-            if not tail or bernoulli_exp_scalar(tail, rng):
+            if tail_passes(nums[j], den, int(heads[j]), rng):
                 return j
 
 

@@ -16,13 +16,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpmodels.core.samplers import EXACT_LIMIT, bernoulli_exp, bernoulli_exp_scalar
+from dpmodels.core.samplers import EXACT_LIMIT, bernoulli_exp
+from dpmodels.core.selection import SPLIT_DEN, split_heads, tail_passes
 
 __all__ = ["DIGITS", "ExpCoins", "logistic_bernoulli", "LazyUniform", "exp_bounds", "decimal_exp_bounds"]
 
 DIGITS = 25  # decimal digits of the first exp bounds of the sequential samplers (then 50, 100, ...)
-_SPLIT = 2**52  # grid of the vectorized head of an exponent on a large denominator
-_CAP = 2**61  # cap of a head's numerator (heads <= 512)
 _ROUNDS = 4  # two-coin rounds drawn per pass (fewer, larger vectorized calls)
 
 
@@ -38,9 +37,8 @@ class ExpCoins:
     def __init__(self, nums: list[int], den: int):
         self.nums, self.den = nums, den
         self.direct = den < EXACT_LIMIT and max(nums, default=0) < 2**62
-        self.grid = den if self.direct else _SPLIT
-        heads = nums if self.direct else [min(n * _SPLIT // den, _CAP) for n in nums]
-        self.heads = np.array(heads, dtype=np.int64)
+        self.grid = den if self.direct else SPLIT_DEN
+        self.heads = np.array(nums, dtype=np.int64) if self.direct else split_heads(nums, den)
 
     def draw(self, idx: np.ndarray, rng) -> np.ndarray:
         """One coin for each index in ``idx`` (repeats allowed, all independent)."""
@@ -50,8 +48,7 @@ class ExpCoins:
         if not self.direct:
             for i in np.flatnonzero(ok):
                 j = int(idx[i])
-                tail = Fraction(self.nums[j] * _SPLIT - int(self.heads[j]) * self.den, self.den * _SPLIT)
-                ok[i] = not tail or bernoulli_exp_scalar(tail, rng)
+                ok[i] = tail_passes(self.nums[j], self.den, int(self.heads[j]), rng)
         return ok
 
 
