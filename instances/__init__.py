@@ -13,7 +13,7 @@ from dpmodels.core.errors import DataValidationError
 
 from .registry import REGISTRY, _Entry, data_path, register_generator, register_instance
 
-__all__ = ["load", "generate", "available", "register_instance", "register_generator", "data_path"]
+__all__ = ["load", "generate", "available", "example", "register_instance", "register_generator", "data_path"]
 
 
 def available(kind: str | None = None) -> dict[str, str]:
@@ -49,6 +49,15 @@ def generate(name: str, seed=0, **shape):
             "shape", f"{name!r} has no options {unknown}; it takes {sorted(set(params) - {'seed'})}"
         )
     return entry.factory(seed=seed, **shape)
+
+
+def example(formulation: str):
+    """A tiny freshly built model of a registered formulation (every formulation has one;
+    the contract tests solve each with every registered solver)."""
+    from dpmodels.core.formulations import example_model
+
+    _load_families()
+    return example_model(formulation)
 
 
 def _load_families() -> None:

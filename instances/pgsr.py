@@ -15,6 +15,7 @@ import pandas as pd
 from dpmodels.instances.userfiles import read_user_csv
 
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.formulations import register_example
 from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.noise import make_rng
 from dpmodels.pgsr.data import GroupSizeData
@@ -264,3 +265,60 @@ def _wide_counts(frame: pd.DataFrame, path, N: int | None) -> pd.DataFrame:
     if frame["region"].duplicated().any():
         raise DataValidationError(str(path), "a region appears twice")
     return frame.set_index("region")[value_cols].set_axis(sizes, axis=1), False
+
+
+# ---------------------------------------------------------------------- one tiny model per formulation
+#: Spec 4.8 F2: noise everywhere, negative entries included (rows US, GA, NY of the running example).
+_F2_NOISY = np.array([[2, 1, 4, 0, -2], [3, -1, 2, 1, 0], [0, 2, 1, -1, 1]], dtype=float)
+
+
+def _noisy(kind: str = "counts"):
+    from dpmodels.pgsr.data import NoisyGroupSizes, chain_cumulative, cumulative
+
+    data = running_example()
+    values = {"counts": _F2_NOISY, "cumulative": cumulative(_F2_NOISY)}.get(kind)
+    if kind == "chain":
+        values = chain_cumulative(data.hierarchy, _F2_NOISY)
+    return NoisyGroupSizes(data.hierarchy, values, data.G, kind)
+
+
+@register_example("pgsr.hierarchical_qip")
+def _example_hierarchical_qip():
+    from dpmodels.pgsr.models import build_hierarchical_qip
+
+    return build_hierarchical_qip(_noisy())
+
+
+@register_example("pgsr.hierarchical_milp")
+def _example_hierarchical_milp():
+    from dpmodels.pgsr.models import build_hierarchical_milp
+
+    return build_hierarchical_milp(_noisy())
+
+
+@register_example("pgsr.cumulative_qip")
+def _example_cumulative_qip():
+    from dpmodels.pgsr.models import build_cumulative_qip
+
+    return build_cumulative_qip(_noisy("cumulative"))
+
+
+@register_example("pgsr.isotonic_qp")
+def _example_isotonic_qp():
+    from dpmodels.pgsr.models import build_isotonic_qp
+
+    return build_isotonic_qp(_noisy("cumulative"))
+
+
+@register_example("pgsr.chain_qip")
+def _example_chain_qip():
+    from dpmodels.pgsr.models import build_chain_qip
+
+    return build_chain_qip(_noisy("chain"))
+
+
+@register_example("pgsr.node_subproblem")
+def _example_node_subproblem():
+    from dpmodels.pgsr.models import build_node_subproblem
+
+    return build_node_subproblem([0, 1], [np.array([4.0, 1.0, 0.0, 1.0]), np.array([1.0, 0.0, 2.0])], target=3)

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from pyomo.contrib.solver.common.factory import SolverFactory
 
+from .results import LegacyStructureWrapper
+
 REGISTERED: dict[str, type] = {}
 
 
 def register(name: str, cls: type, doc: str) -> type:
-    """Register ``cls`` under ``name`` once, in the new and the legacy factory."""
+    """Register ``cls`` under ``name`` once, in the new and the legacy factory (the legacy
+    class maps a converged but not proven-optimal run to the legacy ``feasible``)."""
     if name not in SolverFactory._cls:
-        SolverFactory.register(name, doc=doc)(cls)
+        legacy = type(f"Legacy{cls.__name__}", (LegacyStructureWrapper, cls), {"__module__": cls.__module__})
+        SolverFactory.register(name, doc=doc)(cls, legacy)
     REGISTERED[name] = SolverFactory._cls[name]
     return REGISTERED[name]
 

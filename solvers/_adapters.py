@@ -1,6 +1,6 @@
 """Adapter helpers shared by several plugins (a private module: it registers no solver).
 
-Plugins import these instead of importing each other: ``model1_solution`` for the PGSR
+Plugins import these instead of importing each other: ``model1_feasible`` and ``model1_solution`` for the PGSR
 Model 1 plugins (``pgsr_dp``, ``pgsr_dp_op``), ``exact_instance`` and ``mdp_solution`` for
 the metric-DP plugins (``mdp_benders``, ``mdp_ipm``).
 """
@@ -9,28 +9,29 @@ from __future__ import annotations
 
 from pyomo.contrib.solver.common.results import TerminationCondition
 
-from dpmodels.core.errors import ModelStructureError
+from dpmodels.core.errors import InfeasibleDomainError, ModelStructureError
 from dpmodels.metricdp.mechanism import require_exact_mdp
 from dpmodels.pgsr.data import hierarchical_infeasibility
 
-from .base import StructureSolution
+from .base import StructureSolution, converged
 
-__all__ = ["model1_solution", "exact_instance", "mdp_solution", "MDP_TERMINATION"]
+__all__ = ["model1_feasible", "model1_solution", "exact_instance", "mdp_solution", "MDP_TERMINATION"]
 
 
-def model1_solution(marker, solve) -> StructureSolution:
-    """Solve the data of a Model 1 marker (QIP or chord MILP) with ``solve(noisy, domains)``."""
-    noisy, dom = marker.data["noisy"], marker.data["domains"]
-    reason = hierarchical_infeasibility(noisy, dom)
+def model1_feasible(payload):
+    """The payload's domains, after proving them feasible for Model 1 (else ``InfeasibleDomainError``)."""
+    reason = hierarchical_infeasibility(payload.noisy, payload.domains)
     if reason is not None:
-        return StructureSolution({}, None, TerminationCondition.provenInfeasible, info={"reason": reason})
-    sol = solve(noisy, dom)
+        raise InfeasibleDomainError("domains", reason)
+    return payload.domains
+
+
+def model1_solution(marker, sol) -> StructureSolution:
+    """A Model 1 DP solution in the layout of the marker's model (QIP, or chord MILP with ``t``)."""
     values = {"n": sol.counts}
     if marker.formulation == "pgsr.hierarchical_milp":
-        values["t"] = (sol.counts - noisy.values) ** 2
-    return StructureSolution(
-        values, sol.objective, TerminationCondition.convergenceCriteriaSatisfied, bound=sol.objective, info=sol.info
-    )
+        values["t"] = (sol.counts - marker.data.noisy.values) ** 2
+    return converged(sol.objective, values, bound=sol.objective, info=sol.info)
 
 
 #: Statuses of both mDP algorithms as Pyomo terminations.

@@ -2,93 +2,118 @@
 
 A structure plugin solves a model built by a dpmodels builder.  It reads the model's
 structure marker, checks that the model is unedited and of a formulation it supports,
-runs its algorithm on the marker's numpy data (``solve_data``), loads the values into the
-model's variables and returns a real Pyomo ``Results``.  Anything it cannot solve exactly
-is refused with :class:`~dpmodels.core.errors.ModelStructureError`, never solved wrongly.
+runs its algorithm on the marker's typed payload, loads the values into the model's
+variables and returns a real Pyomo ``Results``.  Anything it cannot solve exactly is refused
+with :class:`~dpmodels.core.errors.ModelStructureError`, never solved wrongly.
+
+The contract a plugin declares once, on its class:
+
+* ``formulations``: the registered formulations it solves (``integer_only``: it returns the
+  integer optimum, so a relaxed model is refused);
+* ``exact``: a converged run is a proven optimum (else the result is ``feasible``, never
+  ``optimal``, in both Pyomo APIs);
+* ``options``: a tuple of :class:`Option`; it becomes the plugin's Pyomo config, the keywords
+  of ``solve_data`` and the command line's ``KEY=VALUE`` settings.  Options arrive through every
+  way Pyomo passes them (``solve(m, gap=...)``, ``solver_options={...}``, the legacy
+  ``SolverFactory(name).solve(m, options={...})``, ``solver.options[...] = ...``); an
+  undeclared one is refused;
+* ``honours_time_limit`` / ``iteration_log``: whether the algorithm stops at ``time_limit``
+  (otherwise a time limit is refused) and prints per-iteration progress under ``tee`` (every
+  plugin prints a start and an end line under ``tee``); ``duals``: whether it returns
+  constraint multipliers (otherwise ``get_duals`` raises Pyomo's ``NoDualsError``).
+
+A plugin implements ``run(payload, options, controls)`` (the algorithm on plain data, also
+public as ``solve_data``; it raises ``InfeasibleDomainError`` with the reason when it proves
+the model infeasible) and ``to_solution(marker, result, options)``.
 """
 
 from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
-from pyomo.common.collections import ComponentMap
+from pyomo.common.config import ConfigDict, ConfigValue
 from pyomo.contrib.solver.common.base import Availability, SolverBase
 from pyomo.contrib.solver.common.config import SolverConfig
-from pyomo.contrib.solver.common.results import Results, SolutionStatus, TerminationCondition
-from pyomo.contrib.solver.common.solution_loader import SolutionLoader
-from pyomo.contrib.solver.common.util import NoFeasibleSolutionError, NoOptimalSolutionError
-from pyomo.core.staleflag import StaleFlagManager
+from pyomo.contrib.solver.common.results import Results, TerminationCondition
 
-from dpmodels.core.errors import ModelStructureError
+from dpmodels.core.capabilities import Capabilities
+from dpmodels.core.errors import InfeasibleDomainError, ModelStructureError, SolverOptionError
 from dpmodels.core.marker import StructureMarker, checked_marker
 
-__all__ = ["StructureSolution", "StructureSolver", "ArraySolutionLoader"]
+from .results import ArraySolutionLoader, StructureSolution, build_results
+
+__all__ = ["Option", "Controls", "StructureSolution", "StructureSolver", "ArraySolutionLoader"]
+
+#: Config entries of Pyomo's SolverConfig (not plugin options).
+_PYOMO_ENTRIES = frozenset(SolverConfig())
 
 
-@dataclass
-class StructureSolution:
-    """What an algorithm returns: variable values in marker layout order, objective, status."""
+@dataclass(frozen=True)
+class Option:
+    """One declared plugin option: name, default, description and Pyomo config domain."""
 
-    values: dict[str, np.ndarray]
-    objective: float | None
-    termination: TerminationCondition
-    bound: float | None = None
-    exact: bool = True
-    info: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def has_solution(self) -> bool:
-        return bool(self.values)
+    name: str
+    default: Any = None
+    doc: str = ""
+    domain: Any = None
 
 
-class ArraySolutionLoader(SolutionLoader):
-    """Holds the values a plugin computed and loads them into the model's variables."""
+@dataclass(frozen=True)
+class Controls:
+    """The run controls every plugin receives: time limit (seconds or None) and tee."""
 
-    def __init__(self, model, values: ComponentMap):
-        self._pyomo_model = model
-        self._values = values
-
-    def get_number_of_solutions(self) -> int:
-        return 1 if len(self._values) else 0
-
-    def get_vars(self, vars_to_load=None) -> Mapping:
-        if vars_to_load is None:
-            return ComponentMap(self._values.items())
-        return ComponentMap((v, self._values[v]) for v in vars_to_load)
-
-    def get_duals(self, cons_to_load=None):
-        raise NotImplementedError("structure plugins do not compute duals")
-
-    def get_reduced_costs(self, vars_to_load=None):
-        raise NotImplementedError("structure plugins do not compute reduced costs")
-
-    def load_import_suffixes(self) -> None:
-        """Clear stale import suffixes (duals, reduced costs): these algorithms compute none."""
-        self._collect_and_clear_import_suffixes()
-
-    def load_vars(self, vars_to_load=None) -> None:
-        for var, val in self.get_vars(vars_to_load).items():
-            var.set_value(val, skip_validation=True)
-        StaleFlagManager.mark_all_as_stale(delayed=True)
+    time_limit: float | None = None
+    tee: bool = False
 
 
 class StructureSolver(SolverBase):
-    """Common ``solve`` of every structure plugin; subclasses implement ``_solve_marker``.
-
-    Subclasses declare ``formulations`` (marker names they solve) and whether they need the
-    integer model (``integer_only``: a relaxed model is refused because the algorithm
-    returns the integer optimum).
-    """
+    """Common ``solve`` of every structure plugin (see the module docstring for the contract)."""
 
     CONFIG = SolverConfig()
     formulations: ClassVar[frozenset[str]] = frozenset()
     integer_only: ClassVar[bool] = True
+    exact: ClassVar[bool] = True
+    guarantee: ClassVar[str] = "proven optimum"
+    options: ClassVar[tuple[Option, ...]] = ()
+    honours_time_limit: ClassVar[bool] = False
+    iteration_log: ClassVar[bool] = False
+    duals: ClassVar[bool] = False
     algorithm: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        names = [opt.name for opt in cls.options]
+        clash = sorted(set(names) & _PYOMO_ENTRIES) or sorted({n for n in names if names.count(n) > 1})
+        if clash:
+            raise TypeError(f"{cls.__name__}: options {clash} clash with Pyomo's config or repeat")
+        config = SolverConfig()
+        for opt in cls.options:
+            config.declare(opt.name, ConfigValue(default=opt.default, domain=opt.domain, description=opt.doc))
+        cls.CONFIG = config
+
+    # ------------------------------------------------------------------ declarations
+    @classmethod
+    def capabilities(cls) -> Capabilities:
+        """What this plugin declares (read by :func:`dpmodels.core.capabilities.solvers_for`)."""
+        return Capabilities(
+            name=getattr(cls, "name", cls.__name__),
+            kind="structure plugin",
+            exact=cls.exact,
+            guarantee=cls.guarantee,
+            formulations=frozenset(cls.formulations),
+            integer_only=cls.integer_only,
+            time_limit=cls.honours_time_limit,
+            tee=True,
+            duals=cls.duals,
+            options={opt.name: opt.doc for opt in cls.options},
+        )
+
+    @classmethod
+    def option_defaults(cls) -> dict[str, Any]:
+        return {opt.name: opt.default for opt in cls.options}
 
     def available(self) -> Availability:
         return Availability.FullLicense
@@ -98,40 +123,108 @@ class StructureSolver(SolverBase):
 
         return tuple(int(p) for p in version("dpmodels").split(".")[:3])
 
+    # ------------------------------------------------------------------ plain data
+    @classmethod
+    def solve_data(cls, payload, *, time_limit: float | None = None, tee: bool = False, **options):
+        """Run the algorithm on a formulation's payload (no Pyomo model), with the declared
+        options (undeclared ones are refused; defaults fill the rest).  Returns the
+        algorithm's own result object."""
+        resolved = cls._resolve(options)
+        return cls.run(payload, resolved, cls._controls(time_limit, tee))
+
+    @classmethod
+    def _resolve(cls, options: dict) -> ConfigDict:
+        unknown = sorted(set(options) - {opt.name for opt in cls.options})
+        if unknown:
+            raise SolverOptionError(cls._label(), f"unknown options {unknown}; its options are {cls._known()}")
+        config = ConfigDict()
+        for opt in cls.options:
+            config.declare(opt.name, ConfigValue(default=opt.default, domain=opt.domain, description=opt.doc))
+        try:
+            config.set_value(options)
+        except ValueError as err:
+            raise SolverOptionError(cls._label(), str(err)) from None
+        return config
+
+    @classmethod
+    def _controls(cls, time_limit, tee) -> Controls:
+        if time_limit is not None and not cls.honours_time_limit:
+            raise SolverOptionError(
+                cls._label(),
+                f"its algorithm ({cls.algorithm}) cannot stop early, so it refuses time_limit={time_limit!r}; "
+                "solve without a time limit, or use a solver that honours one",
+            )
+        return Controls(time_limit, bool(tee))
+
+    @classmethod
+    def _label(cls) -> str:
+        return getattr(cls, "name", cls.__name__)
+
+    @classmethod
+    def _known(cls) -> list[str] | str:
+        return sorted(opt.name for opt in cls.options) or "none"
+
+    # ------------------------------------------------------------------ Pyomo model
     def solve(self, model, **kwds) -> Results:
         """Solve a dpmodels-built ``model`` with this plugin's algorithm."""
         start = datetime.datetime.now(datetime.UTC)
         tick = time.perf_counter()
         config = self.config(value=self._lift_options(kwds), preserve_implicit=True)
+        options = self._declared(config)
+        controls = self._controls(config.time_limit, config.tee)
         marker = self._checked(model)
-        solution = self._solve_marker(marker, config)
-        values = self._component_values(model, marker, solution)
-        results = self._results(model, solution, values, config)
+        self.check(marker, options)
+        self._say(controls, f"{self.name}: {self.algorithm} on {marker.formulation!r}")
+        try:
+            result = self.run(marker.data, options, controls)
+        except InfeasibleDomainError as err:  # a proof on the domains: no feasible point exists
+            solution = StructureSolution({}, None, TerminationCondition.provenInfeasible, info={"reason": str(err)})
+        else:
+            solution = self.to_solution(marker, result, options)
+        results = build_results(self, model, marker, solution, config)
         results.timing_info.start_timestamp = start
         results.timing_info.wall_time = time.perf_counter() - tick
+        self._say(
+            controls,
+            f"{self.name}: {results.termination_condition.name}, solution {results.solution_status.name}, "
+            f"objective {results.incumbent_objective}, bound {results.objective_bound}, "
+            f"{results.timing_info.wall_time:.3f} s",
+        )
         return results
 
     def _lift_options(self, kwds: dict) -> dict:
-        """Move ``solver_options`` (what ``dpmodels.solve(..., options=...)`` passes) onto the
-        plugin's own declared options; a name the plugin does not declare is an error, never
-        silently ignored."""
+        """Move declared options given in ``solver_options`` (how ``dpmodels.solve`` and Pyomo's
+        legacy API pass them) to the top level; refuse unknown ones and ones given twice."""
         kwds = dict(kwds)
-        options = dict(kwds.pop("solver_options", None) or {})
-        own = set(self.CONFIG) - set(SolverConfig())
-        unknown = sorted(set(options) - own)
+        options = {**dict(self.config.solver_options), **dict(kwds.pop("solver_options", None) or {})}
+        unknown = sorted(set(options) - {opt.name for opt in self.options})
         if unknown:
-            accepted = sorted(own) or "none"
-            raise ValueError(f"{self.name} does not take the options {unknown}; its options are {accepted}")
+            raise SolverOptionError(self.name, f"unknown options {unknown}; its options are {self._known()}")
         clash = sorted(set(options) & set(kwds))
         if clash:
-            raise ValueError(f"{self.name}: options {clash} given twice (as keywords and in solver_options)")
+            raise SolverOptionError(self.name, f"options {clash} given twice (as keywords and in solver_options)")
         return {**kwds, **options}
 
-    # ---------------------------------------------------------------- subclass hooks
-    def _solve_marker(self, marker: StructureMarker, config) -> StructureSolution:
+    def _declared(self, config) -> ConfigDict:
+        return self._resolve({opt.name: config[opt.name] for opt in self.options})
+
+    @staticmethod
+    def _say(controls: Controls, line: str) -> None:
+        if controls.tee:
+            print(line, flush=True)
+
+    # ------------------------------------------------------------------ subclass hooks
+    def check(self, marker: StructureMarker, options) -> None:
+        """Refuse a model the algorithm cannot solve exactly (beyond formulation and relaxation)."""
+
+    @classmethod
+    def run(cls, payload, options, controls: Controls):
         raise NotImplementedError
 
-    # ---------------------------------------------------------------- helpers
+    def to_solution(self, marker: StructureMarker, result, options) -> StructureSolution:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ helpers
     def _checked(self, model) -> StructureMarker:
         marker = checked_marker(model, self.name, self.formulations)
         if self.integer_only and marker.options.get("relax", False):
@@ -142,43 +235,14 @@ class StructureSolver(SolverBase):
             )
         return marker
 
-    @staticmethod
-    def _component_values(model, marker: StructureMarker, solution: StructureSolution) -> ComponentMap:
-        values = ComponentMap()
-        for name, array in solution.values.items():
-            var = model.find_component(name)
-            keys = marker.layout[name]
-            flat = np.asarray(array, dtype=np.float64).ravel()
-            if len(keys) != flat.size:
-                raise ModelStructureError(f"{name}: {flat.size} values for {len(keys)} variables")
-            for key, val in zip(keys, flat.tolist(), strict=True):
-                values[var[key]] = val
-        return values
 
-    def _results(self, model, solution: StructureSolution, values: ComponentMap, config) -> Results:
-        results = Results()
-        results.solver_name = self.name
-        results.solver_version = self.version()
-        results.solver_config = config
-        results.termination_condition = solution.termination
-        results.solution_loader = ArraySolutionLoader(model, values)
-        results.incumbent_objective = solution.objective if solution.has_solution else None
-        results.objective_bound = solution.bound
-        if not solution.has_solution:
-            results.solution_status = SolutionStatus.noSolution
-        elif solution.termination == TerminationCondition.convergenceCriteriaSatisfied and solution.exact:
-            results.solution_status = SolutionStatus.optimal
-        else:
-            results.solution_status = SolutionStatus.feasible
-        results.extra_info.algorithm = self.algorithm
-        results.extra_info.exact = solution.exact
-        for key, val in solution.info.items():
-            setattr(results.extra_info, key, val)
-        converged = solution.termination == TerminationCondition.convergenceCriteriaSatisfied
-        if config.raise_exception_on_nonoptimal_result and not converged:
-            raise NoOptimalSolutionError()
-        if config.load_solutions:
-            if not solution.has_solution:
-                raise NoFeasibleSolutionError()
-            results.solution_loader.load_vars()
-        return results
+def converged(objective, values, *, bound=None, exact=True, info=None) -> StructureSolution:
+    """A finished run's solution (``exact=False``: a feasible point, not a proven optimum)."""
+    return StructureSolution(
+        values,
+        objective,
+        TerminationCondition.convergenceCriteriaSatisfied,
+        bound=bound,
+        exact=exact,
+        info=dict(info or {}),
+    )

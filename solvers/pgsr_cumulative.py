@@ -6,8 +6,8 @@ region is ``clip(PAVA(noisy), 0, G)`` (spec 3.6).
 ``pgsr_cdp`` is M_c^dp (spec 4.5): per region the isotonic estimate, rounded half up and
 de-cumulated, becomes the input of the M_H^dp dynamic program.  It returns a feasible
 solution of Model 2 but not its optimum (the paper's Model 2 has no known polynomial
-algorithm), so its results say ``feasible``, not ``optimal``.  The algorithms are in
-:mod:`dpmodels.pgsr.cumulative_dp`; this module adapts them to Pyomo.
+algorithm), so its results say ``feasible``, not ``optimal``, in both Pyomo APIs.  The
+algorithms are in :mod:`dpmodels.pgsr.cumulative_dp`; this module adapts them to Pyomo.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pyomo.contrib.solver.common.results import TerminationCondition
 from dpmodels.pgsr.cumulative_dp import solve_cumulative_dp, solve_isotonic
 from dpmodels.pgsr.data import cumulative
 
-from .base import StructureSolution, StructureSolver
+from .base import StructureSolution, StructureSolver, converged
 
 __all__ = ["IsotonicPAVASolver", "CumulativeDPSolver"]
 
@@ -29,15 +29,14 @@ class IsotonicPAVASolver(StructureSolver):
     formulations = frozenset({"pgsr.isotonic_qp"})
     integer_only = False
     algorithm = "pool adjacent violators per region, clipped to [0, G]"
-    solve_data = staticmethod(solve_isotonic)
 
-    def _solve_marker(self, marker, config) -> StructureSolution:
-        noisy = marker.data["noisy"]
-        c = solve_isotonic(noisy)
-        objective = float(((c - noisy.values) ** 2).sum())
-        return StructureSolution(
-            {"c": c}, objective, TerminationCondition.convergenceCriteriaSatisfied, bound=objective
-        )
+    @classmethod
+    def run(cls, payload, options, controls):
+        return solve_isotonic(payload.noisy)
+
+    def to_solution(self, marker, result, options):
+        objective = float(((result - marker.data.noisy.values) ** 2).sum())
+        return converged(objective, {"c": result}, bound=objective)
 
 
 class CumulativeDPSolver(StructureSolver):
@@ -49,12 +48,18 @@ class CumulativeDPSolver(StructureSolver):
     """
 
     formulations = frozenset({"pgsr.cumulative_qip"})
+    exact = False
+    guarantee = "heuristic: a feasible point of Model 2 (Algorithm 2), no bound"
     algorithm = "M_c^dp (Algorithm 2): isotonic PAVA, rounding, then the M_H^dp DP; not exact for Model 2"
 
-    def _solve_marker(self, marker, config) -> StructureSolution:
-        noisy, dom = marker.data["noisy"], marker.data["domains"]
-        sol = solve_cumulative_dp(noisy, "truncated" if noisy.level_scales else "full")
-        c = cumulative(sol.counts)
+    @classmethod
+    def run(cls, payload, options, controls):
+        noisy = payload.noisy
+        return solve_cumulative_dp(noisy, "truncated" if noisy.level_scales else "full")
+
+    def to_solution(self, marker, result, options) -> StructureSolution:
+        dom = marker.data.domains
+        c = cumulative(result.counts)
         if np.any(c < dom.lo) or np.any(c > dom.hi):
             return StructureSolution(
                 {},
@@ -62,6 +67,4 @@ class CumulativeDPSolver(StructureSolver):
                 TerminationCondition.error,
                 info={"reason": "Algorithm 2's solution leaves the model's domains"},
             )
-        return StructureSolution(
-            {"c": c}, sol.objective, TerminationCondition.convergenceCriteriaSatisfied, exact=False, info=sol.info
-        )
+        return converged(result.objective, {"c": c}, exact=False, info=result.info)

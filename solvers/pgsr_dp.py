@@ -1,14 +1,14 @@
-"""``pgsr_dp``: Model 1 solved exactly by the M_H^dp dynamic program with TableMerge (spec 4.2-4.3).
+"""``pgsr_dp``: PGSR Model 1 solved exactly by the M_H^dp dynamic program (spec 4.2).
 
-The algorithm is :func:`dpmodels.pgsr.dp.solve_hierarchical`; this module adapts it to Pyomo.
+A short adapter: the algorithm is :func:`dpmodels.pgsr.dp.solve_hierarchical`.
 """
 
 from __future__ import annotations
 
 from dpmodels.pgsr.dp import solve_hierarchical
 
-from ._adapters import model1_solution
-from .base import StructureSolution, StructureSolver
+from ._adapters import model1_feasible, model1_solution
+from .base import StructureSolver
 
 __all__ = ["PGSRDPSolver"]
 
@@ -18,7 +18,10 @@ class PGSRDPSolver(StructureSolver):
 
     formulations = frozenset({"pgsr.hierarchical_qip", "pgsr.hierarchical_milp"})
     algorithm = "M_H^dp: bottom-up cost tables with TableMerge, top-down split (Algorithm 1)"
-    solve_data = staticmethod(solve_hierarchical)
 
-    def _solve_marker(self, marker, config) -> StructureSolution:
-        return model1_solution(marker, solve_hierarchical)
+    @classmethod
+    def run(cls, payload, options, controls):
+        return solve_hierarchical(payload.noisy, model1_feasible(payload))
+
+    def to_solution(self, marker, result, options):
+        return model1_solution(marker, result)

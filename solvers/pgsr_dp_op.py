@@ -1,15 +1,14 @@
-"""``pgsr_dp_op``: Model 1 by M_dp^OP, the DP whose node costs come from optimization sub-models.
+"""``pgsr_dp_op``: PGSR Model 1 solved exactly by M_dp^OP, the DP with per-value Model 4 solves.
 
-The algorithm is :func:`dpmodels.pgsr.dp_op.solve_hierarchical_op` (one MILP per DP table
-entry, to measure what TableMerge saves); this module adapts it to Pyomo.
+A short adapter: the algorithm is :func:`dpmodels.pgsr.dp_op.solve_hierarchical_op`.
 """
 
 from __future__ import annotations
 
 from dpmodels.pgsr.dp_op import solve_hierarchical_op
 
-from ._adapters import model1_solution
-from .base import StructureSolution, StructureSolver
+from ._adapters import model1_feasible, model1_solution
+from .base import StructureSolver
 
 __all__ = ["PGSRDPOPSolver"]
 
@@ -19,7 +18,10 @@ class PGSRDPOPSolver(StructureSolver):
 
     formulations = frozenset({"pgsr.hierarchical_qip", "pgsr.hierarchical_milp"})
     algorithm = "M_dp^OP: bottom-up DP with one Model 4 MILP per (region, size, value)"
-    solve_data = staticmethod(solve_hierarchical_op)
 
-    def _solve_marker(self, marker, config) -> StructureSolution:
-        return model1_solution(marker, solve_hierarchical_op)
+    @classmethod
+    def run(cls, payload, options, controls):
+        return solve_hierarchical_op(payload.noisy, model1_feasible(payload))
+
+    def to_solution(self, marker, result, options):
+        return model1_solution(marker, result)

@@ -7,6 +7,8 @@ already guard against bad values keep working.
 
 from __future__ import annotations
 
+from pyomo.contrib.solver.common.util import IncompatibleModelError
+
 
 class DPModelsError(ValueError):
     """Base class of every dpmodels error."""
@@ -29,8 +31,18 @@ class InfeasibleDomainError(DataValidationError):
     """Truncated variable domains admit no feasible solution."""
 
 
-class ModelStructureError(DPModelsError):
-    """A structure plugin refuses a model it cannot solve exactly."""
+class ModelStructureError(DPModelsError, IncompatibleModelError):
+    """A solver refuses a model it cannot solve exactly (also Pyomo's ``IncompatibleModelError``)."""
+
+
+class SolverOptionError(DPModelsError):
+    """A solver option is unknown, given twice, of the wrong value, or not honoured (a time
+    limit given to an algorithm that cannot stop early)."""
+
+    def __init__(self, solver: str, problem: str):
+        self.solver = solver
+        self.problem = problem
+        super().__init__(f"{solver}: {problem}")
 
 
 class SolverUnavailableError(DPModelsError):

@@ -21,6 +21,7 @@ import pyomo.environ as pyo
 from pyomo.common.numeric_types import native_types
 
 from .errors import ModelStructureError
+from .formulations import get_formulation
 
 __all__ = ["StructureMarker", "attach_marker", "get_marker", "model_fingerprint", "checked_marker"]
 
@@ -29,7 +30,8 @@ MARKER_ATTRIBUTE = "_dpmodels_structure"
 
 @dataclass
 class StructureMarker:
-    """Formulation name, source data, options, variable layout and component fingerprint."""
+    """Formulation name, typed payload (the registered dataclass), build options, variable
+    layout and component fingerprint."""
 
     formulation: str
     data: Any
@@ -46,10 +48,18 @@ def attach_marker(
     ``fingerprint=False`` skips the (build-sized) hashing for models that only general
     solvers will see; structure plugins then refuse the model, since no fingerprint matches.
     """
+    _check_payload(formulation, data)
     marker = StructureMarker(formulation, data, dict(options or {}), dict(layout or {}))
     marker.fingerprint = model_fingerprint(model) if fingerprint else "(not fingerprinted)"
     setattr(model, MARKER_ATTRIBUTE, marker)
     return marker
+
+
+def _check_payload(formulation: str, data) -> None:
+    """The payload must be the registered formulation's dataclass (plugins read it by attribute)."""
+    expected = get_formulation(formulation).payload
+    if not isinstance(data, expected):
+        raise TypeError(f"formulation {formulation!r} carries a {expected.__name__}, got {type(data).__name__}")
 
 
 def get_marker(model) -> StructureMarker | None:
@@ -88,11 +98,20 @@ def checked_marker(model, solver: str, formulations) -> StructureMarker:
     return marker
 
 
+#: Components a user adds without changing the problem: import/export suffixes (duals,
+#: reduced costs) and reporting expressions.  An expression that a constraint or the
+#: objective uses is still hashed, through their expression trees.
+_NOT_EDITS = (pyo.Suffix, pyo.Expression)
+
+
 def model_fingerprint(model) -> str:
-    """SHA-256 over every component: names, activity, variable domains/bounds/fixing,
-    parameter values, and the full trees of constraint and objective expressions."""
+    """SHA-256 over every component that defines the problem: names, activity, variable
+    domains/bounds/fixing, parameter values, and the full trees of constraint and objective
+    expressions.  Suffixes and named expressions are not part of it (see ``_NOT_EDITS``)."""
     h = hashlib.sha256()
     for comp in model.component_objects(descend_into=True, sort=True):
+        if comp.ctype in _NOT_EDITS:
+            continue
         size = len(comp) if comp.is_indexed() else 1
         h.update(f"C|{comp.ctype.__name__}|{comp.name}|{comp.active}|{size}\n".encode())
     position: dict[int, int] = {}

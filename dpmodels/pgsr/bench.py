@@ -59,7 +59,7 @@ def figure7_sweep(sizes, time_limit: float = 120.0, epsilon: float = 1.0, seed: 
         model = build_hierarchical_qip(noisy, domains="truncated", on_infeasible="widen")
         build = time.perf_counter() - tick
         relaxed = relax_integer_vars(model)
-        dom: Domains = model._dpmodels_structure.data["domains"]
+        dom: Domains = model._dpmodels_structure.data.domains
         row = {"N": N, "regions": data.hierarchy.n_regions, "variables": len(model.n), "G": data.G, "build s": build}
         row["pgsr_dp s"], row["pgsr_dp obj"], _ = _timed_solve(model, "pgsr_dp", None)
         tick = time.perf_counter()

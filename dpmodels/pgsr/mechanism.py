@@ -132,7 +132,7 @@ def _model_release(model, solver: str, rounding: str, time_limit: float | None) 
     results = solve(model, solver, time_limit=time_limit)
     status = results.solution_status.name
     if results.solution_loader.get_number_of_solutions() == 0:
-        shape = get_marker(model).data["noisy"].values.shape
+        shape = get_marker(model).data.noisy.values.shape
         return Release(
             np.full(shape, np.nan), status, None, 0.0, solver, {"termination": results.termination_condition.name}
         )

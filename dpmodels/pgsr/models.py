@@ -12,11 +12,13 @@ Variables are indexed by ``(region name, size)`` with sizes ``1..N``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyomo.environ as pyo
 
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker, get_marker
 
 from .data import (
@@ -39,17 +41,25 @@ __all__ = [
     "build_node_subproblem",
     "released_counts",
     "variable_values",
-    "FORMULATIONS",
+    "GroupSizePayload",
+    "NodeSubproblemPayload",
 ]
 
-FORMULATIONS = {
-    "pgsr.hierarchical_qip": "Model 1: hierarchical QIP of M_H (relax=True: Model 1-R of M_H^r)",
-    "pgsr.hierarchical_milp": "Model 1 as an exact MILP with chord epigraphs (spec 3.9)",
-    "pgsr.cumulative_qip": "Model 2: cumulative QIP of M_c (relax=True: Model 2-R of M_c^r)",
-    "pgsr.isotonic_qp": "Model A2: per-region bounded isotonic QP of Algorithm 2",
-    "pgsr.chain_qip": "Model 3: chain cumulative QIP of M_c^ch (corrected C8; literal=True for the paper's)",
-    "pgsr.node_subproblem": "Model 4: the DP node subproblem phi(v) of M_dp^OP",
-}
+
+@dataclass(frozen=True)
+class GroupSizePayload:
+    """Payload of the PGSR models (1, 1 as MILP, 2, A2, 3): the noisy counts and the domains."""
+
+    noisy: NoisyGroupSizes
+    domains: Domains
+
+
+@dataclass(frozen=True)
+class NodeSubproblemPayload:
+    """Payload of Model 4: the children's lowest values and convex cost tables."""
+
+    child_lo: list[int]
+    child_tables: list[np.ndarray]
 
 
 # ---------------------------------------------------------------------- helpers
@@ -89,6 +99,13 @@ def _children_names(noisy: NoisyGroupSizes) -> dict[str, list[str]]:
 
 
 # ---------------------------------------------------------------------- Model 1
+@register_formulation(
+    "pgsr.hierarchical_qip",
+    payload=GroupSizePayload,
+    integer=True,
+    objective="quadratic",
+    doc="Model 1: hierarchical QIP of M_H (relax=True: Model 1-R of M_H^r)",
+)
 def build_hierarchical_qip(
     noisy: NoisyGroupSizes,
     *,
@@ -114,7 +131,7 @@ def build_hierarchical_qip(
     attach_marker(
         m,
         "pgsr.hierarchical_qip",
-        {"noisy": noisy, "domains": dom},
+        GroupSizePayload(noisy, dom),
         {"relax": relax, "redundant_levels": redundant_levels},
         {"n": keys},
     )
@@ -140,6 +157,13 @@ def _add_hierarchy_constraints(m, n, noisy: NoisyGroupSizes, redundant_levels: b
     )
 
 
+@register_formulation(
+    "pgsr.hierarchical_milp",
+    payload=GroupSizePayload,
+    integer=True,
+    objective="linear",
+    doc="Model 1 as an exact MILP with chord epigraphs (spec 3.9)",
+)
 def build_hierarchical_milp(
     noisy: NoisyGroupSizes,
     *,
@@ -182,7 +206,7 @@ def build_hierarchical_milp(
     attach_marker(
         m,
         "pgsr.hierarchical_milp",
-        {"noisy": noisy, "domains": dom},
+        GroupSizePayload(noisy, dom),
         {"relax": False, "redundant_levels": redundant_levels},
         {"n": keys, "t": keys},
     )
@@ -207,6 +231,13 @@ def _cumulative_check(noisy: NoisyGroupSizes, dom: Domains) -> str | None:
     return None
 
 
+@register_formulation(
+    "pgsr.cumulative_qip",
+    payload=GroupSizePayload,
+    integer=True,
+    objective="quadratic",
+    doc="Model 2: cumulative QIP of M_c (relax=True: Model 2-R of M_c^r)",
+)
 def build_cumulative_qip(
     noisy: NoisyGroupSizes, *, relax: bool = False, domains="full", delta=None, on_infeasible: str = "raise"
 ) -> pyo.ConcreteModel:
@@ -232,10 +263,17 @@ def build_cumulative_qip(
     )
     keys = _keys(noisy)
     m.objective = pyo.Objective(expr=_squared_error(c, noisy, keys), sense=pyo.minimize)
-    attach_marker(m, "pgsr.cumulative_qip", {"noisy": noisy, "domains": dom}, {"relax": relax}, {"c": keys})
+    attach_marker(m, "pgsr.cumulative_qip", GroupSizePayload(noisy, dom), {"relax": relax}, {"c": keys})
     return m
 
 
+@register_formulation(
+    "pgsr.isotonic_qp",
+    payload=GroupSizePayload,
+    integer=False,
+    objective="quadratic",
+    doc="Model A2: per-region bounded isotonic QP of Algorithm 2",
+)
 def build_isotonic_qp(noisy: NoisyGroupSizes) -> pyo.ConcreteModel:
     """Model A2 (spec 3.6): per region, the closest non-decreasing vector in ``[0, G]``.
 
@@ -248,11 +286,18 @@ def build_isotonic_qp(noisy: NoisyGroupSizes) -> pyo.ConcreteModel:
     _add_monotone(m, c, noisy.N, "cumulative counts never decrease")
     keys = _keys(noisy)
     m.objective = pyo.Objective(expr=_squared_error(c, noisy, keys), sense=pyo.minimize)
-    attach_marker(m, "pgsr.isotonic_qp", {"noisy": noisy, "domains": dom}, {"relax": True}, {"c": keys})
+    attach_marker(m, "pgsr.isotonic_qp", GroupSizePayload(noisy, dom), {"relax": True}, {"c": keys})
     return m
 
 
 # ---------------------------------------------------------------------- Model 3
+@register_formulation(
+    "pgsr.chain_qip",
+    payload=GroupSizePayload,
+    integer=True,
+    objective="quadratic",
+    doc="Model 3: chain cumulative QIP of M_c^ch (corrected C8; literal=True for the paper's)",
+)
 def build_chain_qip(
     noisy: NoisyGroupSizes,
     *,
@@ -292,13 +337,18 @@ def build_chain_qip(
     )
     keys = _keys(noisy)
     m.objective = pyo.Objective(expr=_squared_error(c, noisy, keys), sense=pyo.minimize)
-    attach_marker(
-        m, "pgsr.chain_qip", {"noisy": noisy, "domains": dom}, {"relax": relax, "literal": literal}, {"c": keys}
-    )
+    attach_marker(m, "pgsr.chain_qip", GroupSizePayload(noisy, dom), {"relax": relax, "literal": literal}, {"c": keys})
     return m
 
 
 # ---------------------------------------------------------------------- Model 4
+@register_formulation(
+    "pgsr.node_subproblem",
+    payload=NodeSubproblemPayload,
+    integer=True,
+    objective="linear",
+    doc="Model 4: the DP node subproblem phi(v) of M_dp^OP",
+)
 def build_node_subproblem(
     child_lo: Sequence[int], child_tables: Sequence[np.ndarray], target: int, integer: bool = True
 ) -> pyo.ConcreteModel:
@@ -334,7 +384,7 @@ def build_node_subproblem(
     attach_marker(
         m,
         "pgsr.node_subproblem",
-        {"child_lo": lo, "child_tables": tabs},
+        NodeSubproblemPayload(lo, tabs),
         {"relax": not integer},
         {"x": keys, "t": keys},
     )
@@ -347,7 +397,7 @@ def variable_values(model, name: str) -> np.ndarray:
     marker = get_marker(model)
     if marker is None:
         raise DataValidationError("model", "has no dpmodels structure marker")
-    noisy: NoisyGroupSizes = marker.data["noisy"]
+    noisy: NoisyGroupSizes = marker.data.noisy
     var = model.find_component(name)
     vals = np.array([pyo.value(var[k], exception=False) for k in marker.layout[name]], dtype=np.float64)
     return vals.reshape(noisy.values.shape)
@@ -370,5 +420,5 @@ def released_counts(model, rounding: str = "none") -> np.ndarray:
     if formulation in ("pgsr.cumulative_qip", "pgsr.isotonic_qp"):
         return decumulate(values)
     if formulation == "pgsr.chain_qip":
-        return chain_decumulate(get_marker(model).data["noisy"].hierarchy, values)
+        return chain_decumulate(get_marker(model).data.noisy.hierarchy, values)
     return values

@@ -377,7 +377,7 @@ def test_infeasible_model_reports_infeasible(running_example, f1_noisy):
     with pytest.raises(InfeasibleDomainError, match="does not contain G = 6"):
         M.build_hierarchical_qip(noisy, domains=dom)
     model = M.build_hierarchical_qip(noisy, domains=Domains(np.zeros((3, 5), int), np.full((3, 5), 2)))
-    model._dpmodels_structure.data["domains"] = dom  # simulate data that only turn out infeasible at solve time
+    model._dpmodels_structure.data = M.GroupSizePayload(noisy, dom)  # simulate data that only turn out infeasible at solve time
     res = SolverFactory("pgsr_dp").solve(model, raise_exception_on_nonoptimal_result=False, load_solutions=False)
     assert res.termination_condition == TerminationCondition.provenInfeasible
     assert res.solution_status == SolutionStatus.noSolution
