@@ -78,6 +78,7 @@ class StructureSolver(SolverBase):
     exact: ClassVar[bool] = True
     guarantee: ClassVar[str] = "proven optimum"
     options: ClassVar[tuple[Option, ...]] = ()
+    _declared: ClassVar[tuple[Option, ...]] = ()
     honours_time_limit: ClassVar[bool] = False
     iteration_log: ClassVar[bool] = False
     duals: ClassVar[bool] = False
@@ -85,12 +86,15 @@ class StructureSolver(SolverBase):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        names = [opt.name for opt in cls.options]
+        # Pyomo's legacy wrapper sets an instance attribute ``options`` (its solver_options), so
+        # the declaration is read from the class copy ``_declared`` everywhere below.
+        cls._declared = tuple(cls.options)
+        names = [opt.name for opt in cls._declared]
         clash = sorted(set(names) & _PYOMO_ENTRIES) or sorted({n for n in names if names.count(n) > 1})
         if clash:
             raise TypeError(f"{cls.__name__}: options {clash} clash with Pyomo's config or repeat")
         config = SolverConfig()
-        for opt in cls.options:
+        for opt in cls._declared:
             config.declare(opt.name, ConfigValue(default=opt.default, domain=opt.domain, description=opt.doc))
         cls.CONFIG = config
 
@@ -108,12 +112,12 @@ class StructureSolver(SolverBase):
             time_limit=cls.honours_time_limit,
             tee=True,
             duals=cls.duals,
-            options={opt.name: opt.doc for opt in cls.options},
+            options={opt.name: opt.doc for opt in cls._declared},
         )
 
     @classmethod
     def option_defaults(cls) -> dict[str, Any]:
-        return {opt.name: opt.default for opt in cls.options}
+        return {opt.name: opt.default for opt in cls._declared}
 
     def available(self) -> Availability:
         return Availability.FullLicense
@@ -134,11 +138,11 @@ class StructureSolver(SolverBase):
 
     @classmethod
     def _resolve(cls, options: dict) -> ConfigDict:
-        unknown = sorted(set(options) - {opt.name for opt in cls.options})
+        unknown = sorted(set(options) - {opt.name for opt in cls._declared})
         if unknown:
             raise SolverOptionError(cls._label(), f"unknown options {unknown}; its options are {cls._known()}")
         config = ConfigDict()
-        for opt in cls.options:
+        for opt in cls._declared:
             config.declare(opt.name, ConfigValue(default=opt.default, domain=opt.domain, description=opt.doc))
         try:
             config.set_value(options)
@@ -162,7 +166,7 @@ class StructureSolver(SolverBase):
 
     @classmethod
     def _known(cls) -> list[str] | str:
-        return sorted(opt.name for opt in cls.options) or "none"
+        return sorted(opt.name for opt in cls._declared) or "none"
 
     # ------------------------------------------------------------------ Pyomo model
     def solve(self, model, **kwds) -> Results:
@@ -170,7 +174,7 @@ class StructureSolver(SolverBase):
         start = datetime.datetime.now(datetime.UTC)
         tick = time.perf_counter()
         config = self.config(value=self._lift_options(kwds), preserve_implicit=True)
-        options = self._declared(config)
+        options = self._declared_values(config)
         controls = self._controls(config.time_limit, config.tee)
         marker = self._checked(model)
         self.check(marker, options)
@@ -197,7 +201,7 @@ class StructureSolver(SolverBase):
         legacy API pass them) to the top level; refuse unknown ones and ones given twice."""
         kwds = dict(kwds)
         options = {**dict(self.config.solver_options), **dict(kwds.pop("solver_options", None) or {})}
-        unknown = sorted(set(options) - {opt.name for opt in self.options})
+        unknown = sorted(set(options) - {opt.name for opt in self._declared})
         if unknown:
             raise SolverOptionError(self.name, f"unknown options {unknown}; its options are {self._known()}")
         clash = sorted(set(options) & set(kwds))
@@ -205,8 +209,8 @@ class StructureSolver(SolverBase):
             raise SolverOptionError(self.name, f"options {clash} given twice (as keywords and in solver_options)")
         return {**kwds, **options}
 
-    def _declared(self, config) -> ConfigDict:
-        return self._resolve({opt.name: config[opt.name] for opt in self.options})
+    def _declared_values(self, config) -> ConfigDict:
+        return self._resolve({opt.name: config[opt.name] for opt in self._declared})
 
     @staticmethod
     def _say(controls: Controls, line: str) -> None:

@@ -14,11 +14,10 @@ import pandas as pd
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import Results
 
-from .errors import ModelStructureError, SolverUnavailableError
+from .capabilities import SOLVER_ALIASES, capabilities, check_can_solve, solvers_for
+from .errors import ModelStructureError, SolverOptionError, SolverUnavailableError
 
-__all__ = ["SOLVER_ALIASES", "solver_names", "get_solver", "solve", "compare"]
-
-SOLVER_ALIASES = {"scip": "scip_direct", "gurobi": "gurobi_direct"}
+__all__ = ["SOLVER_ALIASES", "solver_names", "get_solver", "solve", "compare", "solvers_for"]
 
 
 def solver_names() -> list[str]:
@@ -53,11 +52,15 @@ def solve(
     """Solve ``model`` with backend ``solver`` and return Pyomo's ``Results``.
 
     By default a solver that stops without an optimum does not raise: read
-    ``results.termination_condition``.  Values are loaded into the model when a solution
-    exists.  Structure plugins ignore ``time_limit`` (they have no anytime behaviour).
-    Backend options go in ``options`` (or as keywords when their names do not clash).
+    ``results.termination_condition`` and ``results.solution_status`` (``optimal`` only for a
+    proven optimum).  Values are loaded into the model when a solution exists.  A backend that
+    cannot handle the model's problem class (e.g. HiGHS on an integer QP) is refused before it
+    runs, naming the solvers that can (:func:`solvers_for`).  A structure plugin whose
+    algorithm cannot stop early refuses ``time_limit``.  Backend options go in ``options`` (or
+    as keywords when their names do not clash).
     """
     opt = get_solver(solver)
+    check_can_solve(solver, model)
     kwargs = {"tee": tee, "raise_exception_on_nonoptimal_result": raise_on_nonoptimal, "load_solutions": False}
     if time_limit is not None:
         kwargs["time_limit"] = time_limit
@@ -83,8 +86,10 @@ def compare(
     Each pair solves its own clone, so solutions never leak between solvers.  Columns:
     formulation, solver, termination, solution, objective, bound, seconds, message, and
     whatever ``evaluate(solved_model)`` returns when a solution was loaded.  A pair the
-    solver refuses (wrong formulation, integer model on a continuous solver ...) gets a
-    row with the reason instead of an exception.
+    solver cannot take (wrong formulation, integer model on a continuous solver ...; asked of
+    :func:`solvers_for`'s capability registry) gets a ``refused`` row with the reason instead
+    of an exception.  ``time_limit`` goes to the solvers that honour one; the others (exact
+    polynomial algorithms) run without it, and the row says so.
     """
     from tqdm.auto import tqdm
 
@@ -108,10 +113,14 @@ def _compare_row(formulation, solver, model, evaluate, time_limit) -> dict:
         "seconds": None,
         "message": "",
     }
+    caps = capabilities(solver)
+    limit = time_limit
+    if time_limit is not None and caps is not None and not caps.time_limit:
+        limit, row["message"] = None, "no time limit (its algorithm cannot stop early)"
     tick = time.perf_counter()
     try:
-        results = solve(model, solver, time_limit=time_limit)
-    except (ModelStructureError, SolverUnavailableError) as err:
+        results = solve(model, solver, time_limit=limit)
+    except (ModelStructureError, SolverUnavailableError, SolverOptionError) as err:
         row.update(termination="refused", message=str(err))
         return row
     except Exception as err:  # a backend that cannot handle the model class (e.g. MIQP on highs)
