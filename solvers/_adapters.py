@@ -11,7 +11,7 @@ from pyomo.contrib.solver.common.results import TerminationCondition
 
 from dpmodels.core.errors import InfeasibleDomainError, ModelStructureError
 from dpmodels.metricdp.mechanism import require_exact_mdp
-from dpmodels.pgsr.data import hierarchical_infeasibility
+from dpmodels.pgsr.domains import hierarchical_infeasibility
 
 from .base import StructureSolution, converged
 
@@ -34,7 +34,9 @@ def model1_solution(marker, sol) -> StructureSolution:
     return converged(sol.objective, values, bound=sol.objective, info=sol.info)
 
 
-#: Statuses of both mDP algorithms as Pyomo terminations.
+#: Statuses of both mDP algorithms as Pyomo terminations.  A gap-reached stop is converged but not
+#: a proven optimum: both plugins declare ``exact = False``, and :func:`mdp_solution` marks the run
+#: exact only when Benders proved optimality (``"optimal"``), so it is reported ``feasible``.
 MDP_TERMINATION = {
     "optimal": TerminationCondition.convergenceCriteriaSatisfied,
     "gap reached": TerminationCondition.convergenceCriteriaSatisfied,
@@ -52,15 +54,25 @@ def exact_instance(marker, solver: str):
             f"{solver} solves the exact perturbation LP; this model was built with the reference code's "
             f"relaxations (mdp_slack={opts.get('mdp_slack')}, z_min={opts.get('z_min')}); solve it with highs"
         )
-    return marker.data["instance"]
+    return marker.data.instance
 
 
-def mdp_solution(instance, res, extra: dict) -> StructureSolution:
+def mdp_solution(instance, res, extra: dict, duals=None) -> StructureSolution:
     """A Benders or IPM result (certified incumbent, bound, history) as a StructureSolution.
 
     The incumbent is loaded only if it passes the exact ratio audit (both algorithms repair it;
-    this refuses, rather than loads, a matrix that is not eps-mDP)."""
+    this refuses, rather than loads, a matrix that is not eps-mDP).  The run is exact only when
+    the algorithm proved optimality (status ``"optimal"``); a certified gap is not a proof.
+    ``duals``: constraint name -> {index: multiplier} of the full LP, if the algorithm has them."""
     values = {"z": require_exact_mdp(instance, res.z, "incumbent z")} if res.z is not None else {}
     info = dict(extra, history=res.history, iterations=res.iterations, status=res.status)
     objective = res.upper_bound if res.z is not None else None
-    return StructureSolution(values, objective, MDP_TERMINATION[res.status], bound=res.lower_bound, info=info)
+    return StructureSolution(
+        values,
+        objective,
+        MDP_TERMINATION[res.status],
+        bound=res.lower_bound,
+        exact=res.status == "optimal",
+        info=info,
+        duals=duals,
+    )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dpmodels.core.errors import InfeasibleDomainError, ModelStructureError
 from dpmodels.pgsr.chain_dp import solve_chain
-from dpmodels.pgsr.data import chain_infeasibility
+from dpmodels.pgsr.domains import chain_infeasibility
 
 from .base import StructureSolver, converged
 

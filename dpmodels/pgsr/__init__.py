@@ -9,7 +9,8 @@ models (``pgsr_dp``, ``pgsr_dp_op``, ``pgsr_chain``, ``isotonic_pava``, ``pgsr_c
 short adapters in the ``solvers`` package.
 """
 
-from .data import Domains, GroupSizeData, NoisyGroupSizes, chain_cumulative, chain_decumulate, cumulative, decumulate
+from .data import GroupSizeData, NoisyGroupSizes, chain_cumulative, chain_decumulate, cumulative, decumulate
+from .domains import Domains
 from .mechanism import MECHANISMS, measure, postprocess, run_mechanism
 from .models import (
     build_chain_qip,

@@ -23,7 +23,7 @@ import pandas as pd
 from dpmodels.core.facade import solve
 from dpmodels.core.relax import relax_integer_vars
 
-from .data import Domains
+from .domains import Domains
 from .mechanism import measure
 from .models import build_hierarchical_qip
 

@@ -19,16 +19,8 @@ import numpy as np
 from dpmodels.core.errors import DataValidationError
 
 from . import kernels
-from .data import (
-    Domains,
-    NoisyGroupSizes,
-    chain_decumulate,
-    chain_feasible_interval,
-    chain_infeasibility,
-    chain_links,
-    chain_order,
-    resolve_domains,
-)
+from .data import NoisyGroupSizes, chain_decumulate, chain_order
+from .domains import Domains, chain_feasible_interval, chain_infeasibility, chain_links, resolve_domains
 
 __all__ = ["ChainSolution", "solve_chain", "chain_tables", "TABLE_BUDGET"]
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import kernels
-from .data import Domains, NoisyGroupSizes, cumulative, decumulate
+from .data import NoisyGroupSizes, cumulative, decumulate
+from .domains import Domains
 from .dp import solve_hierarchical
 
 __all__ = ["solve_isotonic", "CumulativeSolution", "solve_cumulative_dp"]

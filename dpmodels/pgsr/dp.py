@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import kernels
-from .data import Domains, NoisyGroupSizes, hierarchical_feasible_interval, resolve_domains
+from .data import NoisyGroupSizes
+from .domains import Domains, hierarchical_feasible_interval, resolve_domains
 
 __all__ = ["CostTables", "HierarchicalSolution", "solve_hierarchical", "hierarchical_tables", "table_merge"]
 

@@ -13,7 +13,8 @@ import time
 import numpy as np
 from pyomo.contrib.solver.common.factory import SolverFactory
 
-from .data import NoisyGroupSizes, hierarchical_feasible_interval, resolve_domains
+from .data import NoisyGroupSizes
+from .domains import hierarchical_feasible_interval, resolve_domains
 from .dp import HierarchicalSolution
 from .models import build_node_subproblem
 

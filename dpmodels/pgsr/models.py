@@ -21,16 +21,8 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker, get_marker
 
-from .data import (
-    Domains,
-    NoisyGroupSizes,
-    chain_decumulate,
-    chain_infeasibility,
-    chain_links,
-    chain_order,
-    decumulate,
-    resolve_domains,
-)
+from .data import NoisyGroupSizes, chain_decumulate, chain_order, decumulate
+from .domains import Domains, chain_infeasibility, chain_links, resolve_domains
 
 __all__ = [
     "build_hierarchical_qip",

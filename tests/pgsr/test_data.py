@@ -11,7 +11,6 @@ from dpmodels.core.errors import DataValidationError, InfeasibleDomainError
 from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.noise import truncation_delta
 from dpmodels.pgsr.data import (
-    Domains,
     GroupSizeData,
     NoisyGroupSizes,
     chain_cumulative,
@@ -19,8 +18,8 @@ from dpmodels.pgsr.data import (
     chain_order,
     cumulative,
     decumulate,
-    resolve_domains,
 )
+from dpmodels.pgsr.domains import Domains, resolve_domains
 
 
 def test_running_example_tables_2_to_4(running_example):

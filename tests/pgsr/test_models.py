@@ -10,7 +10,8 @@ from pyomo.contrib.solver.common.factory import SolverFactory
 
 from dpmodels.core.marker import get_marker
 from dpmodels.pgsr import models as M
-from dpmodels.pgsr.data import Domains, NoisyGroupSizes, chain_cumulative, chain_order, cumulative
+from dpmodels.pgsr.data import NoisyGroupSizes, chain_cumulative, chain_order, cumulative
+from dpmodels.pgsr.domains import Domains
 
 QP_SOLVERS = ["highs", "clarabel", "scip_direct"]
 

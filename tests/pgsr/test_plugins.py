@@ -16,7 +16,8 @@ from dpmodels.core.relax import relax_integer_vars
 from dpmodels.pgsr import models as M
 from dpmodels.pgsr.chain_dp import chain_tables, solve_chain
 from dpmodels.pgsr.cumulative_dp import solve_cumulative_dp, solve_isotonic
-from dpmodels.pgsr.data import Domains, NoisyGroupSizes, chain_cumulative, chain_order, cumulative
+from dpmodels.pgsr.data import NoisyGroupSizes, chain_cumulative, chain_order, cumulative
+from dpmodels.pgsr.domains import Domains
 from dpmodels.pgsr.dp import hierarchical_tables, solve_hierarchical, table_merge
 from dpmodels.pgsr.dp_op import solve_hierarchical_op
 
@@ -377,7 +378,9 @@ def test_infeasible_model_reports_infeasible(running_example, f1_noisy):
     with pytest.raises(InfeasibleDomainError, match="does not contain G = 6"):
         M.build_hierarchical_qip(noisy, domains=dom)
     model = M.build_hierarchical_qip(noisy, domains=Domains(np.zeros((3, 5), int), np.full((3, 5), 2)))
-    model._dpmodels_structure.data = M.GroupSizePayload(noisy, dom)  # simulate data that only turn out infeasible at solve time
+    model._dpmodels_structure.data = M.GroupSizePayload(
+        noisy, dom
+    )  # simulate data that only turn out infeasible at solve time
     res = SolverFactory("pgsr_dp").solve(model, raise_exception_on_nonoptimal_result=False, load_solutions=False)
     assert res.termination_condition == TerminationCondition.provenInfeasible
     assert res.solution_status == SolutionStatus.noSolution

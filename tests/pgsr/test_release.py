@@ -73,8 +73,17 @@ def test_a_seeded_experiment_is_reproducible_and_labelled(files):
     runs = []
     for name in ("a.csv", "b.csv"):
         proc = dpmodels(
-            "--hierarchy", files / "h.csv", "--records", files / "r.csv", "--epsilon", "1", "--out", files / name,
-            "--seed", "5", "--not-private",
+            "--hierarchy",
+            files / "h.csv",
+            "--records",
+            files / "r.csv",
+            "--epsilon",
+            "1",
+            "--out",
+            files / name,
+            "--seed",
+            "5",
+            "--not-private",
         )
         assert proc.returncode == 0, proc.stderr
         runs.append(pd.read_csv(files / name))
