@@ -48,7 +48,30 @@ def generate(name: str, seed=0, **shape):
         raise DataValidationError(
             "shape", f"{name!r} has no options {unknown}; it takes {sorted(set(params) - {'seed'})}"
         )
+    for key, value in shape.items():
+        _check_type(name, key, params[key], value)
     return entry.factory(seed=seed, **shape)
+
+
+#: What an option's default (or simple annotation) says its values must be; nothing is coerced.
+_KINDS = {
+    bool: ("true or false", lambda v: isinstance(v, bool)),
+    int: ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    float: ("a number", lambda v: isinstance(v, int | float) and not isinstance(v, bool)),
+    str: ("text", lambda v: isinstance(v, str)),
+}
+_ANNOTATIONS = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def _check_type(generator: str, key: str, param: inspect.Parameter, value) -> None:
+    kind = type(param.default) if param.default not in (None, inspect.Parameter.empty) else None
+    if kind not in _KINDS:
+        kind = _ANNOTATIONS.get(str(param.annotation).replace(" | None", ""))
+    if kind is None or (value is None and param.default is None):
+        return
+    words, ok = _KINDS[kind]
+    if not ok(value):
+        raise DataValidationError(key, f"option of {generator!r} must be {words}, got {value!r}")
 
 
 def example(formulation: str):
