@@ -18,12 +18,13 @@ import argparse
 import sys
 
 from dpmodels.core import bench as noise_bench
+from dpmodels.core.commands import check_outputs
 from dpmodels.core.errors import DPModelsError
 from dpmodels.core.settings import parse_settings
 from dpmodels.facility import bench as facility_bench
 from dpmodels.facility import compare as facility_compare
 from dpmodels.facility import release as facility_release
-from dpmodels.pgsr import release as pgsr_release
+from dpmodels.pgsr.commands import FAMILY as PGSR
 from dpmodels.submodular import bench as submodular_bench
 from dpmodels.submodular import compare as submodular_compare
 from dpmodels.topdown import release as topdown_release
@@ -31,15 +32,25 @@ from dpmodels.topdown import release as topdown_release
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # argparse: --help / --version (0) or bad arguments (2)
+        return int(done.code or 0)
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
     try:
+        check_outputs(args)  # before any work: a bad output path must not cost a run
         return args.run(args)
     except DPModelsError as err:
         print(f"dpmodels: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("dpmodels: interrupted", file=sys.stderr)
+        return 1
+    except Exception as err:  # the run itself failed (a solver error, a crash): exit code 1
+        print(f"dpmodels: the run failed: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,79 +65,17 @@ def _parser() -> argparse.ArgumentParser:
 
     cmp_ = sub.add_parser("compare", help="compare mechanisms / formulations of a family")
     cmp_sub = cmp_.add_subparsers(dest="family", required=True)
-    pgsr = cmp_sub.add_parser(
-        "pgsr",
-        help="PGSR mechanisms on one instance (the paper's Table 7)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    pgsr.add_argument(
-        "--instance", default="pgsr/taxi-like", help="instance or generator name (see `dpmodels instances`)"
-    )
-    pgsr.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="generator option, e.g. --set scale=0.1 --set N=20 (repeatable)",
-    )
-    pgsr.add_argument("--csv-hierarchy", help="load your own data: a region,parent CSV ...")
-    pgsr.add_argument("--csv-counts", help="... with region,size,count (or wide) counts ...")
-    pgsr.add_argument("--csv-records", help="... or with user,unit,region,quantity records")
-    pgsr.add_argument("--epsilon", type=float, nargs="+", default=[0.1, 0.5, 1.0], help="privacy budgets")
-    pgsr.add_argument("--runs", type=int, default=30, help="noisy runs per epsilon")
-    pgsr.add_argument(
-        "--mechanisms",
-        nargs="+",
-        default=None,
-        help="mechanisms to run (default: M_H^r M_H^dp M_c^r M_c^dp M_c^ch; also M_H, M_c, M_dp^OP)",
-    )
-    pgsr.add_argument("--qp-solver", default="clarabel", help="backend of the relaxed models (M_H^r, M_c^r)")
-    pgsr.add_argument("--qip-solver", default="scip", help="backend of the exact QIPs (M_H, M_c)")
-    pgsr.add_argument("--time-limit", type=float, default=None, help="seconds per QIP/QP solve")
-    pgsr.add_argument(
-        "--domains",
-        choices=["truncated", "full"],
-        default="truncated",
-        help="variable domains: the paper's noisy +- 3 ceil(2 lambda^2), or [0, G]",
-    )
-    pgsr.add_argument(
-        "--calibration",
-        choices=["sound", "paper"],
-        default="sound",
-        help="chain noise of M_c^ch: sound L|R_l|/eps, or the paper's L/eps (not eps-DP)",
-    )
-    pgsr.add_argument("--seed", type=int, default=0)
-    pgsr.add_argument("--executor", default="serial", help="serial, process, dask, or a number of processes")
-    pgsr.add_argument("--csv", help="write one row per run to this CSV")
-    pgsr.add_argument("--plot", help="write a PNG of error and time against epsilon")
-    pgsr.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    pgsr.set_defaults(run=_run_compare_pgsr)
+    bench = sub.add_parser("bench", help="measured speed and memory bars")
+    bench_sub = bench.add_subparsers(dest="family", required=True)
+    rel = sub.add_parser("release", help="private release of your data (secure exact noise, budget, ledger)")
+    rel_sub = rel.add_subparsers(dest="family", required=True)
+    for family in FAMILIES:
+        _add_family(family, cmp_sub, bench_sub, rel_sub)
     _add_compare_topdown(cmp_sub)
     _add_compare_mdp(cmp_sub)
     submodular_compare.add_parser(cmp_sub)
     facility_compare.add_parser(cmp_sub)
 
-    bench = sub.add_parser("bench", help="measured speed and memory bars")
-    bench_sub = bench.add_subparsers(dest="family", required=True)
-    bpgsr = bench_sub.add_parser(
-        "pgsr",
-        help="pgsr_dp vs relaxed QPs (Figure 7 sweep) and the full census shape",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    bpgsr.add_argument(
-        "--sizes",
-        type=int,
-        nargs="+",
-        default=[5, 10, 15, 20, 25, 30, 35, 40, 45, 50],
-        help="group-size counts N of the taxi-like sweep",
-    )
-    bpgsr.add_argument("--time-limit", type=float, default=120.0, help="seconds per highs/clarabel solve")
-    bpgsr.add_argument("--census-scale", type=float, default=1.0, help="census-like scale (1 = 1.18e8 households)")
-    bpgsr.add_argument("--skip-sweep", action="store_true")
-    bpgsr.add_argument("--skip-census", action="store_true")
-    bpgsr.add_argument("--quick", action="store_true", help="N in (5, 10, 20), 30 s limit, census scale 0.1")
-    bpgsr.add_argument("--json", help="write the measurements to this JSON file")
-    bpgsr.set_defaults(run=_run_bench_pgsr)
     btd = bench_sub.add_parser(
         "topdown",
         help="flow rounder vs HiGHS, tree L2 vs QP solvers, and a whole synthetic state end to end",
@@ -162,12 +111,23 @@ def _parser() -> argparse.ArgumentParser:
     facility_bench.add_parser(bench_sub)
     noise_bench.add_parser(bench_sub)
 
-    rel = sub.add_parser("release", help="private release of your data (secure exact noise, budget, ledger)")
-    rel_sub = rel.add_subparsers(dest="family", required=True)
-    pgsr_release.add_parser(rel_sub)
     topdown_release.add_parser(rel_sub)
     facility_release.add_parser(rel_sub)
     return parser
+
+
+#: The families the command line shows, each declared once in its ``commands.py``.
+FAMILIES = (PGSR,)
+
+
+def _add_family(family, cmp_sub, bench_sub, rel_sub) -> None:
+    """``compare``, ``bench`` (and ``release``) subcommands of one family, from its declaration."""
+    for sub, command in ((cmp_sub, family.compare), (bench_sub, family.bench), (rel_sub, family.release)):
+        if command is None:
+            continue
+        parser = sub.add_parser(family.name, help=command.help, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        command.add_arguments(parser)
+        parser.set_defaults(run=command.run)
 
 
 def _run_instances(args) -> int:
@@ -175,61 +135,6 @@ def _run_instances(args) -> int:
 
     for name, text in instances.available().items():
         print(f"{name:28s} {text}")
-    return 0
-
-
-def _load_pgsr(args):
-    from dpmodels import instances
-    from dpmodels.instances.pgsr import from_csv
-
-    if args.csv_hierarchy:
-        return from_csv(args.csv_hierarchy, counts=args.csv_counts, records=args.csv_records)
-    settings = parse_settings(args.set)
-    kind = instances.available().get(args.instance, "")
-    if kind.startswith("[generator]"):
-        seed = settings.pop("seed", 0)
-        return instances.generate(args.instance, seed=seed, **settings)
-    if settings:
-        raise DPModelsError(f"{args.instance!r} is a fixed instance; --set does not apply")
-    return instances.load(args.instance)
-
-
-def _run_compare_pgsr(args) -> int:
-    from dpmodels.pgsr.compare import DEFAULT_MECHANISMS, compare_mechanisms, format_table7, plot_comparison, table7
-
-    data = _load_pgsr(args)
-    mechanisms = args.mechanisms or list(DEFAULT_MECHANISMS)
-    options = {}
-    for name in mechanisms:
-        opts = {"domains": args.domains}
-        if name in ("M_H^r", "M_c^r", "M_H", "M_c"):
-            opts["solver"] = args.qp_solver if name.endswith("^r") else args.qip_solver
-            opts["time_limit"] = args.time_limit
-        options[name] = opts
-    executor = int(args.executor) if args.executor.isdigit() else args.executor
-    print(f"instance: {data.name}  {data.hierarchy.describe()}  N = {data.N}  G = {data.G:,}")
-    runs = compare_mechanisms(
-        data,
-        args.epsilon,
-        args.runs,
-        mechanisms,
-        args.seed,
-        options,
-        args.calibration,
-        executor=executor,
-        progress=not args.no_progress,
-    )
-    print(
-        f"\nmean over {args.runs} runs per epsilon; L1 errors summed over the regions of each level; "
-        "#CV = consistency violations; seconds = post-processing time"
-    )
-    print(format_table7(table7(runs)))
-    if args.csv:
-        runs.to_csv(args.csv, index=False)
-        print(f"\nwrote {len(runs)} rows to {args.csv}")
-    if args.plot:
-        plot_comparison(runs, args.plot, title=data.name)
-        print(f"wrote {args.plot}")
     return 0
 
 
@@ -406,20 +311,6 @@ def _run_bench_topdown(args) -> int:
         raise DPModelsError(f"--sizes expects CHILDRENxCELLS items such as 16x512, got {args.sizes}") from err
     preset = None if args.preset == "none" else args.preset
     run_bench(sizes, sizes, preset, args.races, args.time_limit, args.json)
-    return 0
-
-
-def _run_bench_pgsr(args) -> int:
-    from dpmodels.pgsr.bench import run_bench
-
-    if args.quick:
-        args.sizes, args.time_limit, args.census_scale = [5, 10, 20], 30.0, 0.1
-    run_bench(
-        sizes=[] if args.skip_sweep else args.sizes,
-        time_limit=args.time_limit,
-        census_scale=None if args.skip_census else args.census_scale,
-        json_path=args.json,
-    )
     return 0
 
 

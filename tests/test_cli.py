@@ -84,7 +84,7 @@ def test_bad_input_is_a_clear_error(capsys):
         )
         == 2
     )
-    assert "epsilon: must be > 0" in capsys.readouterr().err
+    assert "--epsilon: expected a finite number > 0, got '-1'" in capsys.readouterr().err
     assert main(["compare", "pgsr", "--instance", "pgsr/unknown", "--no-progress"]) == 2
     assert "unknown name" in capsys.readouterr().err
     assert main(["compare", "pgsr", "--instance", "pgsr/taxi-like", "--set", "colour=red", "--no-progress"]) == 2
@@ -202,3 +202,22 @@ def test_version_is_printed():
 
     proc = run("--version")
     assert proc.stdout.strip() == f"dpmodels {__version__}"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--runs", "0"], "--runs: expected an integer > 0"),
+        (["--epsilon", "nan"], "--epsilon: expected a finite number > 0"),
+        (["--executor", "threads"], "--executor: expected serial, process, dask or a number"),
+        (["--plot", "out.xyz"], "--plot: out.xyz must end in .png"),
+        (["--csv", "no/such/folder/out.csv"], "--csv: the folder no/such/folder does not exist"),
+        (["--csv-counts", "c.csv"], "need --csv-hierarchy"),
+        (["--set", "N=6.5"], "N: option of 'pgsr/taxi-like' must be an integer, got 6.5"),
+    ],
+)
+def test_newcomer_mistakes_fail_before_any_work_with_exit_code_2(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", "pgsr", "--no-progress", *argv]) == 2
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing written

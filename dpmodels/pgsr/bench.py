@@ -24,6 +24,7 @@ from dpmodels.core.facade import solve
 from dpmodels.core.relax import relax_integer_vars
 
 from .domains import Domains
+from .dp import warm_up
 from .mechanism import measure
 from .models import build_hierarchical_qip
 
@@ -51,7 +52,7 @@ def figure7_sweep(sizes, time_limit: float = 120.0, epsilon: float = 1.0, seed: 
 
     rows = []
     highs_gave_up = False
-    _warm_up()
+    warm_up()
     for N in sizes:
         data = taxi_like(seed=seed, N=N)
         noisy, _ = measure(data, epsilon, "counts", rng=seed + N)
@@ -78,18 +79,6 @@ def figure7_sweep(sizes, time_limit: float = 120.0, epsilon: float = 1.0, seed: 
         rows.append(row)
         print(_sweep_line(row), flush=True)
     return pd.DataFrame(rows)
-
-
-def _warm_up() -> None:
-    """Load the compiled kernels once so the first timed solve does not pay for it."""
-    from dpmodels.instances.pgsr import random_tree
-
-    from .dp import solve_hierarchical
-
-    data = random_tree(seed=0)
-    noisy, _ = measure(data, 1.0, "counts", rng=0)
-    solve(build_hierarchical_qip(noisy), "pgsr_dp")
-    solve_hierarchical(noisy)
 
 
 def _sweep_line(row: dict) -> str:

@@ -20,6 +20,7 @@ from dpmodels.core.metrics import release_metrics
 from dpmodels.core.noise import as_epsilon
 
 from .data import GroupSizeData
+from .dp import warm_up
 from .mechanism import MECHANISMS, measure
 
 __all__ = ["DEFAULT_MECHANISMS", "compare_mechanisms", "table7", "format_table7", "plot_comparison"]
@@ -60,6 +61,7 @@ def compare_mechanisms(
         for i, eps in enumerate(eps_list)
         for run in range(int(runs))
     ]
+    warm_up()  # numba's first compile is not a solve time
     rows = map_tasks(_run_task, tasks, executor=executor, progress=progress, desc="PGSR runs")
     return pd.DataFrame([row for group in rows for row in group])
 

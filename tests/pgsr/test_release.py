@@ -53,7 +53,7 @@ def test_release_writes_consistent_counts_and_a_secure_ledger(files):
         (["--seed", "1"], "not private"),
         (["--epsilon", "0"], "epsilon"),
         (["--epsilon", "1e-25"], "cannot represent"),
-        (["--z-max", "0"], "z_max"),
+        (["--z-max", "0"], "--z-max: expected an integer > 0"),
     ],
 )
 def test_bad_requests_fail_before_anything_is_written(files, extra, message):

@@ -1,0 +1,210 @@
+"""What the PGSR family shows the ``dpmodels`` command: ``compare``, ``bench`` and ``release pgsr``.
+
+The library functions live in ``compare.py``, ``bench.py`` and ``release.py``; this module
+only declares their arguments and calls them (the shared tail is :mod:`dpmodels.core.commands`).
+The defaults finish in well under a minute on the built-in instance; the paper's scale is
+behind flags (``--runs 30``, ``--set scale=1``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from dpmodels.core.commands import (
+    Command,
+    Family,
+    add_executor,
+    add_outputs,
+    add_progress,
+    positive_float,
+    positive_int,
+    report_written,
+)
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.release import add_common_arguments, finish, open_session
+from dpmodels.core.settings import parse_settings
+
+__all__ = ["FAMILY"]
+
+COMPARE_INSTANCE = "pgsr/taxi-like"
+#: The built-in default: the taxi-like shape at a tenth of its groups (a newcomer's first run).
+COMPARE_SETTINGS = {"scale": 0.1}
+
+
+# ---------------------------------------------------------------------- compare
+def _compare_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--instance", default=COMPARE_INSTANCE, help="instance or generator name (`dpmodels instances`)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="generator option, e.g. --set scale=1 --set N=20 (repeatable; default for the built-in "
+        f"instance: {' '.join(f'{k}={v}' for k, v in COMPARE_SETTINGS.items())})",
+    )
+    p.add_argument("--csv-hierarchy", help="your own data: a region,parent CSV, with --csv-counts or --csv-records")
+    p.add_argument("--csv-counts", help="region,size,count (or wide) counts of the leaves (needs --csv-hierarchy)")
+    p.add_argument("--csv-records", help="user,unit,region,quantity records (needs --csv-hierarchy)")
+    p.add_argument("--epsilon", type=positive_float, nargs="+", default=[0.1, 0.5, 1.0], help="privacy budgets")
+    p.add_argument("--runs", type=positive_int, default=5, help="noisy runs per epsilon (the paper averages 30)")
+    p.add_argument(
+        "--mechanisms",
+        nargs="+",
+        default=None,
+        help="mechanisms to run (default: M_H^r M_H^dp M_c^r M_c^dp M_c^ch; also M_H, M_c, M_dp^OP)",
+    )
+    p.add_argument("--qp-solver", default="clarabel", help="backend of the relaxed models (M_H^r, M_c^r)")
+    p.add_argument("--qip-solver", default="scip", help="backend of the exact QIPs (M_H, M_c)")
+    p.add_argument("--time-limit", type=positive_float, default=None, help="seconds per QIP/QP solve")
+    p.add_argument(
+        "--domains",
+        choices=["truncated", "full"],
+        default="truncated",
+        help="variable domains: the paper's noisy +- 3 ceil(2 lambda^2), or [0, G]",
+    )
+    p.add_argument(
+        "--calibration",
+        choices=["sound", "paper"],
+        default="sound",
+        help="chain noise of M_c^ch: sound L|R_l|/eps, or the paper's L/eps (not eps-DP)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic noise (experiments, not releases)")
+    add_executor(p)
+    add_outputs(p, csv="one row per run", plot="error and time against epsilon")
+    add_progress(p)
+
+
+def _load(args):
+    from dpmodels import instances
+    from dpmodels.instances.pgsr import from_csv
+
+    own = args.csv_counts or args.csv_records
+    if own and not args.csv_hierarchy:
+        raise DataValidationError("--csv-counts/--csv-records", "need --csv-hierarchy (the region,parent CSV)")
+    if args.csv_hierarchy:
+        if not own:
+            raise DataValidationError("--csv-hierarchy", "needs --csv-counts or --csv-records")
+        return from_csv(args.csv_hierarchy, counts=args.csv_counts, records=args.csv_records)
+    settings = parse_settings(args.set)
+    kind = instances.available().get(args.instance, "")
+    if kind.startswith("[generator]"):
+        if args.instance == COMPARE_INSTANCE:
+            settings = {**COMPARE_SETTINGS, **settings}
+        return instances.generate(args.instance, seed=settings.pop("seed", 0), **settings)
+    if settings:
+        raise DataValidationError("--set", f"{args.instance!r} is a fixed instance; --set does not apply")
+    return instances.load(args.instance)
+
+
+def _run_compare(args) -> int:
+    from .compare import DEFAULT_MECHANISMS, compare_mechanisms, format_table7, plot_comparison, table7
+
+    data = _load(args)
+    mechanisms = args.mechanisms or list(DEFAULT_MECHANISMS)
+    options = {}
+    for name in mechanisms:
+        opts = {"domains": args.domains}
+        if name in ("M_H^r", "M_c^r", "M_H", "M_c"):
+            opts["solver"] = args.qp_solver if name.endswith("^r") else args.qip_solver
+            opts["time_limit"] = args.time_limit
+        options[name] = opts
+    print(f"instance: {data.name}  {data.hierarchy.describe()}  N = {data.N}  G = {data.G:,}")
+    runs = compare_mechanisms(
+        data,
+        args.epsilon,
+        args.runs,
+        mechanisms,
+        args.seed,
+        options,
+        args.calibration,
+        executor=args.executor,
+        progress=not args.no_progress,
+    )
+    print(
+        f"\nmean over {args.runs} runs per epsilon; L1 errors summed over the regions of each level; "
+        "#CV = consistency violations; seconds = post-processing time"
+    )
+    print(format_table7(table7(runs)))
+    if args.csv:
+        runs.to_csv(args.csv, index=False)
+        report_written(args.csv)
+    if args.plot:
+        plot_comparison(runs, args.plot, title=data.name)
+        report_written(args.plot)
+    return 0
+
+
+# ---------------------------------------------------------------------- bench
+def _bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--sizes",
+        type=positive_int,
+        nargs="+",
+        default=[5, 10, 15, 20, 25, 30, 35, 40, 45, 50],
+        help="group-size counts N of the taxi-like sweep",
+    )
+    p.add_argument("--time-limit", type=positive_float, default=120.0, help="seconds per highs/clarabel solve")
+    p.add_argument(
+        "--census-scale", type=positive_float, default=1.0, help="census-like scale (1 = 1.18e8 households)"
+    )
+    p.add_argument("--skip-sweep", action="store_true")
+    p.add_argument("--skip-census", action="store_true")
+    p.add_argument("--quick", action="store_true", help="N in (5, 10, 20), 30 s limit, census scale 0.1")
+    add_outputs(p, json="the measurements")
+
+
+def _run_bench(args) -> int:
+    from .bench import run_bench
+
+    if args.quick:
+        args.sizes, args.time_limit, args.census_scale = [5, 10, 20], 30.0, 0.1
+    run_bench(
+        sizes=[] if args.skip_sweep else args.sizes,
+        time_limit=args.time_limit,
+        census_scale=None if args.skip_census else args.census_scale,
+        json_path=args.json,
+    )
+    return 0
+
+
+# ---------------------------------------------------------------------- release
+def _release_arguments(p: argparse.ArgumentParser) -> None:
+    from .mechanism import MECHANISMS
+    from .release import DEFAULT_MECHANISM
+
+    p.add_argument("--hierarchy", required=True, help="region,parent CSV (the root's parent empty)")
+    data = p.add_mutually_exclusive_group(required=True)
+    data.add_argument("--records", help="user,unit,region,quantity CSV (one row per person)")
+    data.add_argument("--counts", help="region,size,count CSV of the leaves (or wide: region + one column per size)")
+    p.add_argument("--N", type=positive_int, help="largest group size (default: the largest in the data)")
+    p.add_argument("--z-max", type=positive_int, default=1, help="declared public bound on one person's quantity")
+    p.add_argument("--mechanism", default=DEFAULT_MECHANISM, choices=list(MECHANISMS), help="mechanism")
+    add_common_arguments(p)
+
+
+def _run_release(args) -> int:
+    from dpmodels.instances.pgsr import from_csv
+
+    from .release import release, release_frame
+
+    data = from_csv(args.hierarchy, counts=args.counts, records=args.records, N=args.N, z_max=args.z_max)
+    session, out, ledger = open_session(args, data, data.name)
+    result = release(session, args.mechanism, session.epsilon)
+    if not np.isfinite(result.counts).all():
+        raise DataValidationError("--mechanism", f"{args.mechanism} returned no solution ({result.status})")
+    release_frame(data.hierarchy, result.counts).to_csv(out, index=False)
+    return finish(session, [out], ledger)
+
+
+FAMILY = Family(
+    name="pgsr",
+    package="dpmodels.pgsr",
+    summary="hierarchical group sizes (PGSR): Models 1-4, DP plugins, Table 7",
+    compare=Command("PGSR mechanisms on one instance (the paper's Table 7)", _compare_arguments, _run_compare),
+    bench=Command("pgsr_dp vs relaxed QPs (Figure 7 sweep) and the full census shape", _bench_arguments, _run_bench),
+    release=Command(
+        "release group-size counts of a region hierarchy (records or counts CSVs)", _release_arguments, _run_release
+    ),
+)
