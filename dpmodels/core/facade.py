@@ -75,7 +75,7 @@ def solve(
 
 def compare(
     models: Mapping[str, object],
-    solvers: Sequence[str],
+    solvers: Sequence[str] | None = None,
     *,
     evaluate: Callable[[object], Mapping] | None = None,
     time_limit: float | None = None,
@@ -89,17 +89,23 @@ def compare(
     solver cannot take (wrong formulation, integer model on a continuous solver ...; asked of
     :func:`solvers_for`'s capability registry) gets a ``refused`` row with the reason instead
     of an exception.  ``time_limit`` goes to the solvers that honour one; the others (exact
-    polynomial algorithms) run without it, and the row says so.
+    polynomial algorithms) run without it, and the row says so.  ``solvers=None`` runs, for each
+    model, every installed solver that can take it (:func:`solvers_for`).
     """
     from tqdm.auto import tqdm
 
     rows = []
-    pairs = [(f, s) for f in models for s in solvers]
+    pairs = [(f, s) for f in models for s in (solvers or _able(models[f]))]
     for formulation, solver in tqdm(pairs, disable=not progress, desc="compare"):
         source = models[formulation]
         model = source() if callable(source) else source.clone()
         rows.append(_compare_row(formulation, solver, model, evaluate, time_limit))
     return pd.DataFrame(rows)
+
+
+def _able(source) -> list[str]:
+    model = source() if callable(source) else source
+    return [match.solver for match in solvers_for(model)]
 
 
 def _compare_row(formulation, solver, model, evaluate, time_limit) -> dict:
