@@ -62,6 +62,11 @@ def _parser() -> argparse.ArgumentParser:
 
     inst = sub.add_parser("instances", help="list built-in instances and generators")
     inst.set_defaults(run=_run_instances)
+    forms = sub.add_parser("formulations", help="every registered model shape, its builder and problem class")
+    forms.set_defaults(run=_run_formulations)
+    solv = sub.add_parser("solvers", help="every solver: what it solves, exact or not, its options")
+    solv.add_argument("name", nargs="?", help="one solver: its declared options in full")
+    solv.set_defaults(run=_run_solvers)
 
     cmp_ = sub.add_parser("compare", help="compare mechanisms / formulations of a family")
     cmp_sub = cmp_.add_subparsers(dest="family", required=True)
@@ -128,6 +133,36 @@ def _add_family(family, cmp_sub, bench_sub, rel_sub) -> None:
         parser = sub.add_parser(family.name, help=command.help, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         command.add_arguments(parser)
         parser.set_defaults(run=command.run)
+
+
+def _run_formulations(args) -> int:
+    from dpmodels.core.formulations import formulations
+
+    for f in formulations():
+        relaxable = f" ({f.problem_class(True)} relaxed)" if f.integer else ""
+        print(f"{f.name:28s} {f.problem_class():5s}{relaxable:15s} {f.builder.__name__}: {f.doc}")
+    return 0
+
+
+def _run_solvers(args) -> int:
+    from dpmodels.core.capabilities import BACKENDS, capabilities
+
+    from .solvers import REGISTERED
+
+    known = [*BACKENDS, *sorted(set(REGISTERED) - set(BACKENDS))]
+    names = [args.name] if args.name else known
+    for name in names:
+        caps = capabilities(name)
+        if caps is None:
+            raise DPModelsError(f"no solver {name!r} declares capabilities; known: {', '.join(known)}")
+        solves = ", ".join(sorted(caps.problem_classes or caps.formulations))
+        print(f"{name:26s} {'exact' if caps.exact else 'not exact':9s} solves {solves}")
+        print(f"{'':26s} {caps.guarantee}; time limit {'yes' if caps.time_limit else 'refused'}")
+        if args.name:
+            print(f"{'':26s} options: {'none' if not caps.options else ''}")
+            for option, doc in caps.options.items():
+                print(f"{'':28s}{option}: {doc}")
+    return 0
 
 
 def _run_instances(args) -> int:

@@ -221,3 +221,16 @@ def test_newcomer_mistakes_fail_before_any_work_with_exit_code_2(argv, message, 
     assert main(["compare", "pgsr", "--no-progress", *argv]) == 2
     assert message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_formulations_and_solvers_are_listed_from_the_registries(capsys):
+    import dpmodels
+
+    assert main(["formulations"]) == 0
+    out = capsys.readouterr().out
+    assert all(f.name in out for f in dpmodels.formulations())
+    assert main(["solvers"]) == 0
+    out = capsys.readouterr().out
+    assert "pgsr_dp" in out and "not exact" in out and "highs" in out
+    assert main(["solvers", "no_such_solver"]) == 2
+    assert "known:" in capsys.readouterr().err
