@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -83,3 +85,27 @@ def test_readme_privacy_example_runs_as_a_script(tmp_path):
     assert "nothing was drawn" in proc.stdout
     ledger = (tmp_path / "taxi.ledger.json").read_text()
     assert '"private": true' in ledger and '"spent": {\n    "epsilon": "1"' in ledger
+
+
+def _python_blocks() -> list[tuple[str, str]]:
+    """Every ```python block of the README with the heading it sits under."""
+    blocks, heading = [], "top"
+    for part in re.split(r"(```python\n.*?```)", README.read_text(), flags=re.S):
+        if part.startswith("```python"):
+            blocks.append((heading, part[len("```python\n") : -3]))
+        else:
+            found = re.findall(r"^#+ (.+)$", part, re.M)
+            heading = found[-1] if found else heading
+    return blocks
+
+
+@pytest.mark.parametrize("heading, code", _python_blocks(), ids=lambda v: str(v)[:30])
+def test_every_python_block_runs_as_a_script_in_a_fresh_process(heading, code, tmp_path):
+    """What a reader does: save the snippet and run it (no state from other snippets or the tests)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "snippet.py"
+    script.write_text(code)
+    proc = subprocess.run([sys.executable, script], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"README section {heading!r}:\n{proc.stderr[-2000:]}"
