@@ -25,7 +25,7 @@ def test_readme_topdown_example_runs_as_a_script(tmp_path):
     import sys
 
     script = tmp_path / "topdown_example.py"
-    script.write_text(re.findall(r"```python\n(.*?)```", README.read_text(), re.S)[1])
+    script.write_text(dict(_python_blocks())["TopDown"])
     proc = subprocess.run([sys.executable, script], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr  # the snippet asserts every public constraint holds
     assert "failsafe" in proc.stdout
