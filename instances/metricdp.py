@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.formulations import register_example
 from dpmodels.core.noise import make_rng
 from dpmodels.metricdp.data import MDPGraph, MDPInstance, destination_costs, euclidean_distances, haversine_km
 
@@ -215,3 +216,12 @@ def road_from_files(
     return _road_instance(
         coords, mapped, (d + d.T) / 2, make_rng(seed), K, destinations, epsilon, eta, Path(nodes).stem
     )
+
+
+# ---------------------------------------------------------------------- one tiny model per formulation
+@register_example("mdp.full_lp")
+def _example_full_lp():
+    """A 3 x 4 grid of 1 km cells, 4 outputs, eps = 1/km, neighbours within 1.5 km (12 records)."""
+    from dpmodels.metricdp.models import build_full_lp
+
+    return build_full_lp(grid_maps(seed=0, rows=3, cols=4, K=4, epsilon=1.0, eta=1.5))

@@ -1,87 +1,113 @@
 """``mdp_benders``: the metric-DP perturbation LP solved by Benders decomposition (spec 6).
 
-``SolverFactory('mdp_benders').solve(full_model, partition="k-m-DV", blocks=25)`` decomposes
+``SolverFactory('mdp_benders').solve(full_model, partition="k-m-DV", blocks=6)`` decomposes
 the model built by :func:`~dpmodels.metricdp.models.build_full_lp` over a record partition:
 a persistent HiGHS master over the boundary records, one subproblem per block, multi-cut,
 the subproblem solves of an iteration through ``executor``.  The incumbent (best upper
 bound, repaired to an exactly eps-mDP mechanism and re-audited) is loaded into the model;
 the last lower bound is the ``objective_bound``; the per-iteration history is
 ``results.extra_info.history``.
+
+``blocks`` defaults to ``default_blocks(N)`` = ``min(25, max(1, N // 20))``: the paper's 25 blocks
+for its 500 records (about 20 records a block), fewer for smaller models (one block, no
+decomposition, below 40 records).  A given ``blocks`` above the number of records is refused.
 """
 
 from __future__ import annotations
 
-from pyomo.common.config import ConfigValue, NonNegativeFloat, PositiveInt
-from pyomo.contrib.solver.common.config import SolverConfig
+from pyomo.common.config import In, NonNegativeFloat, PositiveInt
 
+from dpmodels.core.errors import SolverOptionError
 from dpmodels.metricdp.benders import benders
 from dpmodels.metricdp.partition import partition as make_partition
 
 from ._adapters import exact_instance, mdp_solution
-from .base import StructureSolution, StructureSolver
+from .base import Option, StructureSolver
 
-__all__ = ["BendersConfig", "MDPBendersSolver"]
+__all__ = ["MDPBendersSolver", "default_blocks"]
+
+#: The paper's partition size (25 blocks on its 500-record grid) and records per block.
+PAPER_BLOCKS, RECORDS_PER_BLOCK = 25, 20
 
 
-class BendersConfig(SolverConfig):
-    """SolverConfig plus the decomposition's options."""
+def default_blocks(n_records: int) -> int:
+    """``min(25, max(1, N // 20))``: the paper's ratio (25 blocks for 500 records), at most 25."""
+    return min(PAPER_BLOCKS, max(1, n_records // RECORDS_PER_BLOCK))
 
-    def __init__(self, description=None, doc=None, implicit=False, implicit_domain=None, visibility=0):
-        super().__init__(
-            description=description, doc=doc, implicit=implicit, implicit_domain=implicit_domain, visibility=visibility
-        )
-        self.partition = self.declare(
-            "partition",
-            ConfigValue(
-                default="k-m-DV", description="partitioner name (k-m-DV, k-m-rec, k-m-adj, BSC) or one label per record"
-            ),
-        )
-        self.blocks = self.declare("blocks", ConfigValue(default=25, domain=PositiveInt, description="M, the blocks"))
-        self.seed = self.declare("seed", ConfigValue(default=0, description="seed of the k-means partitioners"))
-        self.gap = self.declare("gap", ConfigValue(default=1e-3, domain=NonNegativeFloat, description="stopping gap"))
-        self.gap_type = self.declare("gap_type", ConfigValue(default="relative", description="relative or absolute"))
-        self.max_iter = self.declare("max_iter", ConfigValue(default=500, domain=PositiveInt))
-        self.init_cuts = self.declare(
-            "init_cuts",
-            ConfigValue(
-                default="lazy",
-                description="Property-3.2 rows in the master: lazy (added when violated), all, two-hop or none",
-            ),
-        )
-        self.stabilize = self.declare(
-            "stabilize",
-            ConfigValue(
-                default=0.5, description="in-out weight of the master's point in the separation point (1: plain Kelley)"
-            ),
-        )
-        self.executor = self.declare("executor", ConfigValue(default=None, description="for the subproblem solves"))
+
+def _optional_positive_int(value):
+    return None if value is None else PositiveInt(value)
 
 
 class MDPBendersSolver(StructureSolver):
     """Benders decomposition of ``build_full_lp`` models (exact ones: no slack, no z_min)."""
 
-    CONFIG = BendersConfig()
     formulations = frozenset({"mdp.full_lp"})
     integer_only = False
+    exact = False
+    guarantee = (
+        "certified relative gap (default 1e-3): an exactly eps-mDP incumbent and a weak-duality bound "
+        "(optimal when an iteration at the master's point adds no cut)"
+    )
+    options = (
+        Option("partition", "k-m-DV", "partitioner name (k-m-DV, k-m-rec, k-m-adj, BSC) or one label per record"),
+        Option(
+            "blocks",
+            None,
+            "M, the blocks of a named partitioner (None: min(25, max(1, N // 20)); at most N)",
+            _optional_positive_int,
+        ),
+        Option("seed", 0, "seed of the k-means partitioners (public data only)"),
+        Option("gap", 1e-3, "certified gap to stop at (relative or absolute: gap_type)", NonNegativeFloat),
+        Option("gap_type", "relative", "relative or absolute", In(["relative", "absolute"])),
+        Option("max_iter", 500, "iteration limit", PositiveInt),
+        Option(
+            "init_cuts",
+            "lazy",
+            "Property-3.2 rows in the master: lazy (added when violated), all, two-hop or none",
+            In(["lazy", "all", "two-hop", "none"]),
+        ),
+        Option("stabilize", 0.5, "in-out weight of the master's point in the separation point (1: plain Kelley)"),
+        Option("executor", None, "for the subproblem solves"),
+    )
+    honours_time_limit = True
+    iteration_log = True
     algorithm = "multi-cut Benders over a record partition, persistent HiGHS master (spec 6.8)"
 
-    @staticmethod
-    def solve_data(instance, partition="k-m-DV", blocks: int = 25, seed=0, **options):
-        return benders(instance, make_partition(instance, partition, blocks, seed), **options)
+    def check(self, marker, options) -> None:
+        exact_instance(marker, self.name)
+        self._blocks(marker.data.instance.N, options)
 
-    def _solve_marker(self, marker, config) -> StructureSolution:
-        instance = exact_instance(marker, self.name)
-        res = self.solve_data(
+    @classmethod
+    def _blocks(cls, n_records: int, options) -> int:
+        """The blocks to partition into: the default for ``n_records``, or the given number if it fits."""
+        if options.blocks is None:
+            return default_blocks(n_records)
+        if options.blocks > n_records:
+            raise SolverOptionError(
+                cls._label(),
+                f"blocks={options.blocks} exceeds the model's {n_records} records; give blocks <= {n_records}, "
+                f"or leave it unset for the default min(25, max(1, N // 20)) = {default_blocks(n_records)}",
+            )
+        return options.blocks
+
+    @classmethod
+    def run(cls, payload, options, controls):
+        instance = payload.instance
+        part = make_partition(instance, options.partition, cls._blocks(instance.N, options), options.seed)
+        return benders(
             instance,
-            config.partition,
-            config.blocks,
-            config.seed,
-            gap=config.gap,
-            gap_type=config.gap_type,
-            max_iter=config.max_iter,
-            time_limit=config.time_limit,
-            init_cuts=config.init_cuts,
-            stabilize=config.stabilize,
-            executor=config.executor,
+            part,
+            gap=options.gap,
+            gap_type=options.gap_type,
+            max_iter=options.max_iter,
+            time_limit=controls.time_limit,
+            init_cuts=options.init_cuts,
+            stabilize=options.stabilize,
+            executor=options.executor,
+            progress=controls.tee,
         )
-        return mdp_solution(instance, res, extra=dict(res.info, first_feasible=res.first_feasible))
+
+    def to_solution(self, marker, result, options):
+        extra = dict(result.info, first_feasible=result.first_feasible)
+        return mdp_solution(marker.data.instance, result, extra=extra)

@@ -15,10 +15,13 @@ the same rows for scale; tests check both reach the same optima.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyomo.environ as pyo
 
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker
 
 from .benders import master_init_cuts
@@ -33,7 +36,16 @@ __all__ = [
     "build_ray_lp",
     "perturbation_matrix",
     "cut_from_duals",
+    "FullLPPayload",
 ]
+
+
+@dataclass(frozen=True, eq=False)
+class FullLPPayload:
+    """Payload of the full perturbation LP: the instance it was built from (records, outputs,
+    metric, costs, prior, eps, eta; its mDP graph gives the rows)."""
+
+    instance: MDPInstance
 
 
 def _pairs(instance: MDPInstance, mask=None):
@@ -42,6 +54,13 @@ def _pairs(instance: MDPInstance, mask=None):
     return [(int(i), int(j), float(c)) for i, j, c in zip(g.src[keep], g.dst[keep], g.coef[keep], strict=True)]
 
 
+@register_formulation(
+    "mdp.full_lp",
+    payload=FullLPPayload,
+    integer=False,
+    objective="linear",
+    doc="the metric-DP perturbation LP (Eqs. 4-7): expected loss, mDP rows, unit row sums",
+)
 def build_full_lp(
     instance: MDPInstance, *, include_ub: bool = False, mdp_slack: float = 0.0, z_min: float = 0.0
 ) -> pyo.ConcreteModel:
@@ -72,7 +91,7 @@ def build_full_lp(
     attach_marker(
         m,
         "mdp.full_lp",
-        {"instance": instance},
+        FullLPPayload(instance),
         {"include_ub": include_ub, "mdp_slack": mdp_slack, "z_min": z_min, "relax": False},
         {"z": [(i, k) for i in range(instance.N) for k in range(instance.K)]},
     )

@@ -1,6 +1,7 @@
 """Metric-DP LPs and Benders against the spec's worked examples and oracles (spec 9)."""
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -256,9 +257,57 @@ def test_benders_plugin_solves_the_full_model():
     assert res.objective_bound <= res.incumbent_objective + 1e-12
     assert pyo.value(m.objective) == pytest.approx(res.incumbent_objective, rel=1e-9)
     assert list(res.extra_info.history.columns)[:4] == ["iteration", "LB", "UB_t", "best UB"]
+    assert res.solution_status.name == "feasible"  # a certified gap, not a proof: never "optimal"
     slack = build_full_lp(inst, mdp_slack=0.01)
     with pytest.raises(Exception, match="relaxations"):
         SolverFactory("mdp_benders").solve(slack)
+
+
+def test_benders_default_blocks_fit_the_model_and_too_many_are_refused():
+    """Issue: the old default blocks=25 failed on a 12-record model (k-means needs M <= N).  The
+    default is min(25, max(1, N // 20)) (the paper's 25 blocks for 500 records); a given number
+    above N is refused, naming ``blocks``, by the plugin and by solve_data."""
+    from dpmodels.solvers.mdp_benders import MDPBendersSolver, default_blocks
+
+    from dpmodels import instances
+    from dpmodels.core.errors import SolverOptionError
+    from dpmodels.metricdp.models import FullLPPayload
+
+    assert [default_blocks(n) for n in (1, 12, 39, 40, 80, 500, 5000)] == [1, 1, 1, 2, 4, 25, 25]
+    inst = instances.generate("mdp/grid", seed=0, rows=3, cols=4, K=4, epsilon=1.0, eta=1.5)
+    value, _ = lp_optimum(inst)
+    model = build_full_lp(inst)
+    res = SolverFactory("mdp_benders").solve(model)
+    assert res.termination_condition.name == "convergenceCriteriaSatisfied"
+    assert res.objective_bound <= value + 1e-9 and res.incumbent_objective == pytest.approx(value, rel=1e-3)
+    for blocks in (2, 12):  # any number up to N fits (12: every record its own block)
+        res = SolverFactory("mdp_benders").solve(build_full_lp(inst), blocks=blocks, gap=1e-6)
+        assert res.incumbent_objective == pytest.approx(value, rel=1e-5)
+    with pytest.raises(SolverOptionError, match="blocks=13 exceeds the model's 12 records"):
+        SolverFactory("mdp_benders").solve(build_full_lp(inst), blocks=13)
+    with pytest.raises(SolverOptionError, match="blocks=25 exceeds"):
+        MDPBendersSolver.solve_data(FullLPPayload(inst), blocks=25)
+    with pytest.raises(ValueError, match="blocks"):
+        SolverFactory("mdp_benders").solve(build_full_lp(inst), blocks=0)
+    assert MDPBendersSolver.solve_data(FullLPPayload(inst), blocks=3).upper_bound == pytest.approx(value, rel=1e-3)
+
+
+@pytest.mark.parametrize("solver", ["mdp_benders", "mdp_ipm"])
+def test_mdp_plugins_log_iterations_under_tee_and_honour_time_limits(solver, capsys):
+    from dpmodels import instances
+
+    inst = instances.generate("mdp/grid", seed=0, rows=3, cols=4, K=4, epsilon=1.0, eta=1.5)
+    SolverFactory(solver).solve(build_full_lp(inst))
+    assert "iteration" not in capsys.readouterr().out
+    res = SolverFactory(solver).solve(build_full_lp(inst), tee=True)
+    out = capsys.readouterr().out
+    lines = re.findall(r"iteration +\d+ +LB", out)
+    assert lines and len(lines) == res.extra_info.iterations
+    res = SolverFactory(solver).solve(
+        build_full_lp(inst), time_limit=0.0, raise_exception_on_nonoptimal_result=False, load_solutions=False
+    )
+    assert res.termination_condition.name == "maxTimeLimit" and res.extra_info.status == "time limit"
+    assert res.incumbent_objective is None
 
 
 # ---------------------------------------------------------------- validation
