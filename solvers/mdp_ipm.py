@@ -5,59 +5,73 @@
 decomposition of :mod:`dpmodels.metricdp.ipm`: one N x N block per output, coordinated by the
 N row sums through their Schur complement.  The loaded mechanism is exactly eps-mDP (repaired,
 and refused unless every neighbour ratio passes the exact audit); ``objective_bound`` is a
-certified lower bound.
+certified lower bound, and the duals (``results.solution_loader.get_duals()``, or a ``dual``
+import suffix) are the dual feasible point of the full LP that certifies it.
 """
 
 from __future__ import annotations
 
-from pyomo.common.config import ConfigValue, NonNegativeFloat, PositiveInt
-from pyomo.contrib.solver.common.config import SolverConfig
+from pyomo.common.config import NonNegativeFloat, PositiveInt
 
 from dpmodels.metricdp.ipm import structured_ipm
 
 from ._adapters import exact_instance, mdp_solution
-from .base import StructureSolution, StructureSolver
+from .base import Option, StructureSolver
 
-__all__ = ["IPMConfig", "MDPIPMSolver"]
-
-
-class IPMConfig(SolverConfig):
-    """SolverConfig plus the method's options."""
-
-    def __init__(self, description=None, doc=None, implicit=False, implicit_domain=None, visibility=0):
-        super().__init__(
-            description=description, doc=doc, implicit=implicit, implicit_domain=implicit_domain, visibility=visibility
-        )
-        self.gap = self.declare(
-            "gap", ConfigValue(default=1e-3, domain=NonNegativeFloat, description="certified relative gap to stop at")
-        )
-        self.max_iter = self.declare("max_iter", ConfigValue(default=100, domain=PositiveInt))
-        self.presolve = self.declare(
-            "presolve", ConfigValue(default=True, domain=bool, description="leave out rows implied by two-hop paths")
-        )
-        self.progress = self.declare("progress", ConfigValue(default=False, domain=bool))
+__all__ = ["MDPIPMSolver", "full_lp_duals"]
 
 
 class MDPIPMSolver(StructureSolver):
     """Structured IPM for ``build_full_lp`` models (exact ones: no slack, no z_min)."""
 
-    CONFIG = IPMConfig()
     formulations = frozenset({"mdp.full_lp"})
     integer_only = False
+    exact = False
+    guarantee = (
+        "certified relative gap (default 1e-3): an exactly eps-mDP incumbent and a weak-duality bound, "
+        "with the dual feasible point that proves it"
+    )
+    options = (
+        Option("gap", 1e-3, "certified relative gap to stop at", NonNegativeFloat),
+        Option("max_iter", 100, "iteration limit", PositiveInt),
+        Option("presolve", True, "leave out rows implied by two-hop paths", bool),
+    )
+    honours_time_limit = True
+    iteration_log = True
+    duals = True
     algorithm = "block-angular interior point by outputs, certified bounds (dpmodels.metricdp.ipm)"
 
-    @staticmethod
-    def solve_data(instance, **options):
-        return structured_ipm(instance, **options)
+    def check(self, marker, options) -> None:
+        exact_instance(marker, self.name)
 
-    def _solve_marker(self, marker, config) -> StructureSolution:
-        instance = exact_instance(marker, self.name)
-        res = self.solve_data(
-            instance,
-            gap=config.gap,
-            max_iter=config.max_iter,
-            time_limit=config.time_limit,
-            presolve=config.presolve,
-            progress=config.progress,
+    @classmethod
+    def run(cls, payload, options, controls):
+        return structured_ipm(
+            payload.instance,
+            gap=options.gap,
+            max_iter=options.max_iter,
+            time_limit=controls.time_limit,
+            presolve=options.presolve,
+            progress=controls.tee,
         )
-        return mdp_solution(instance, res, extra=res.info)
+
+    def to_solution(self, marker, result, options):
+        instance = marker.data.instance
+        return mdp_solution(instance, result, extra=result.info, duals=full_lp_duals(instance, result))
+
+
+def full_lp_duals(instance, result) -> dict | None:
+    """The IPM's certificate as duals of the ``build_full_lp`` model in Pyomo's sign convention
+    (a minimisation: ``<=`` rows have duals <= 0): ``mdp[i, j, k] = -u[k, pair]`` and
+    ``unit[i] = min_k (C_hat + G'u)[i, k]``; their dual objective is the reported bound."""
+    if result.multipliers is None:
+        return None
+    g = instance.graph
+    u = result.multipliers
+    mdp = {
+        (i, j, k): -float(u[k, p])
+        for p, (i, j) in enumerate(zip(g.src.tolist(), g.dst.tolist(), strict=True))
+        for k in range(instance.K)
+    }
+    unit = {i: float(y) for i, y in enumerate(result.row_duals.tolist())}
+    return {"mdp": mdp, "unit": unit}

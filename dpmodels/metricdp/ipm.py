@@ -50,7 +50,14 @@ MAX_BLOCK_BYTES = 6e9
 
 @dataclass
 class IPMResult:
-    """Certified incumbent and bound of the structured IPM, with its per-iteration history."""
+    """Certified incumbent and bound of the structured IPM, with its per-iteration history.
+
+    ``multipliers`` and ``row_duals`` certify ``lower_bound``: ``multipliers[k, p] >= 0`` is the
+    multiplier of the mDP row of pair ``p`` of ``instance.graph`` and output ``k`` (0 for pairs left
+    out by presolve) and ``row_duals[i] = min_k (C_hat + G'u)[i, k]`` that of record i's row sum,
+    so ``C_hat + G'u - row_duals >= 0`` (dual feasibility of the full LP) and ``row_duals.sum()``
+    is ``lower_bound``.  None before the first iteration.
+    """
 
     z: np.ndarray | None
     upper_bound: float
@@ -59,6 +66,8 @@ class IPMResult:
     iterations: int
     history: pd.DataFrame
     info: dict = field(default_factory=dict)
+    multipliers: np.ndarray | None = None
+    row_duals: np.ndarray | None = None
 
     @property
     def relative_gap(self) -> float:
@@ -91,7 +100,13 @@ def dual_bound(weighted_cost_T: np.ndarray, gt_u: np.ndarray) -> float:
     For feasible Z: <C_hat, Z> >= sum_ik Z_ik (y_i - (G'u)_ik) = sum_i y_i - u'GZ >= sum_i y_i,
     since each row of Z sums to 1, Z >= 0, GZ <= 0 and u >= 0.  Arrays are output-major (K x N).
     """
-    return float((weighted_cost_T + gt_u).min(axis=0).sum())
+    return float(_row_duals(weighted_cost_T, gt_u).sum())
+
+
+def _row_duals(weighted_cost_T: np.ndarray, gt_u: np.ndarray) -> np.ndarray:
+    """``y_i = min_k (C_hat + G'u)[i, k]``: the row-sum multipliers that make ``u`` a dual
+    feasible point of the full LP (every reduced cost ``C_hat + G'u - y >= 0``)."""
+    return (weighted_cost_T + gt_u).min(axis=0)
 
 
 # ---------------------------------------------------------------------- the method
@@ -207,7 +222,7 @@ def structured_ipm(
     rows = _Blocks(g.src[keep], g.dst[keep], g.coef[keep], N)
     c = np.ascontiguousarray(instance.weighted_cost.T)  # K x N, output-major
     state = _start(c, rows, K)
-    best = {"ub": np.inf, "lb": -np.inf, "z": None}
+    best = {"ub": np.inf, "lb": -np.inf, "z": None, "u": None, "y": None}
     history, status = [], "max_iter"
     buffer = np.empty((K, N, N))
     for it in range(1, max_iter + 1):
@@ -225,12 +240,15 @@ def structured_ipm(
         factor_s = time.perf_counter() - tick
         state, mu, ap, ad = _mehrotra_step(c, rows, state, hinv, schur, step_frac)
         x, s, u, y, zx = state
-        lb = dual_bound(c, rows.apply_t(np.maximum(u, 0.0)))
+        u_plus = np.maximum(u, 0.0)
+        y_cert = _row_duals(c, rows.apply_t(u_plus))
+        lb = float(y_cert.sum())
         z, t_mix = repair(instance, x.T)
         ub = float((instance.weighted_cost * z).sum())
         if ub < best["ub"]:
             best.update(ub=ub, z=z)
-        best["lb"] = max(best["lb"], lb)
+        if lb > best["lb"]:
+            best.update(lb=lb, u=u_plus, y=y_cert)
         rel = (best["ub"] - best["lb"]) / max(abs(best["ub"]), 1e-12)
         history.append(
             {
@@ -259,7 +277,13 @@ def structured_ipm(
         "pairs implied (presolve)": int((~keep).sum()),
         "seconds": time.perf_counter() - start,
     }
-    return IPMResult(best["z"], best["ub"], best["lb"], status, len(history), pd.DataFrame(history), info)
+    multipliers = None
+    if best["u"] is not None:
+        multipliers = np.zeros((K, g.n_pairs))
+        multipliers[:, keep] = best["u"]
+    return IPMResult(
+        best["z"], best["ub"], best["lb"], status, len(history), pd.DataFrame(history), info, multipliers, best["y"]
+    )
 
 
 def _newton(c, rows: _Blocks, state, hinv, schur, rx, rs, refine: int = 3):

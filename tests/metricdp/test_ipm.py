@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
 
-from dpmodels.core.errors import DataValidationError, ModelStructureError
+from dpmodels.core.errors import DataValidationError, ModelStructureError, SolverOptionError
 from dpmodels.metricdp.data import MDPInstance, euclidean_distances
 from dpmodels.metricdp.ipm import dual_bound, essential_pairs, structured_ipm
 from dpmodels.metricdp.lp import full_lp
@@ -147,6 +147,9 @@ def test_plugin_solves_the_full_model_and_refuses_relaxed_ones():
     model = build_full_lp(inst)
     res = SolverFactory("mdp_ipm").solve(model, gap=1e-5)
     assert res.termination_condition.name == "convergenceCriteriaSatisfied"
+    assert res.extra_info.status == "gap reached"
+    # a certified gap is not a proof of optimality: feasible, not optimal, in both APIs
+    assert res.solution_status.name == "feasible" and res.extra_info.exact is False
     z = perturbation_matrix(model, inst)
     assert max_mdp_violation(inst, z) == 0.0
     ref = build_full_lp(inst)
@@ -156,8 +159,79 @@ def test_plugin_solves_the_full_model_and_refuses_relaxed_ones():
     assert pyo.value(model.objective) == pytest.approx(res.incumbent_objective, rel=1e-12)
     with pytest.raises(ModelStructureError, match="mdp_slack"):
         SolverFactory("mdp_ipm").solve(build_full_lp(inst, mdp_slack=1e-3))
-    with pytest.raises(ValueError, match="do not take|does not take"):
+    with pytest.raises(SolverOptionError, match=r"unknown options \['blocks'\]"):
         SolverFactory("mdp_ipm").solve(model, solver_options={"blocks": 3})
+    legacy = pyo.SolverFactory("mdp_ipm").solve(build_full_lp(inst), options={"gap": 1e-5})
+    assert legacy.solver.termination_condition == pyo.TerminationCondition.feasible
+    assert not pyo.check_optimal_termination(legacy)
+
+
+def full_lp_dual_check(model, duals):
+    """Reduced costs ``c - A'dual`` of every variable of a ``build_full_lp`` model (a minimisation)
+    from the model's own constraints, the duals' sign errors, and the dual objective."""
+    from pyomo.repn import generate_standard_repn
+
+    reduced = {id(v): (v, 0.0) for v in model.z.values()}
+    for v in model.z.values():
+        reduced[id(v)] = (v, 0.0)
+    cost = generate_standard_repn(model.objective.expr)
+    for v, c in zip(cost.linear_vars, cost.linear_coefs, strict=True):
+        reduced[id(v)] = (v, reduced[id(v)][1] + c)
+    sign_errors, dual_objective = 0, 0.0
+    for con in model.component_data_objects(pyo.Constraint, active=True):
+        y = duals[con]
+        if con.equality:
+            dual_objective += y * pyo.value(con.upper)
+        else:  # every inequality is an upper bound: its dual must be <= 0 in a minimisation
+            assert con.lower is None
+            sign_errors += y > 0
+            dual_objective += y * pyo.value(con.upper)
+        repn = generate_standard_repn(con.body)
+        for v, a in zip(repn.linear_vars, repn.linear_coefs, strict=True):
+            reduced[id(v)] = (v, reduced[id(v)][1] - a * y)
+    return np.array([rc for _, rc in reduced.values()]), sign_errors, dual_objective
+
+
+@pytest.mark.parametrize("presolve", [True, False])
+def test_ipm_duals_certify_its_bound(presolve):
+    """The duals are a dual feasible point of the full LP (every reduced cost >= 0, every mDP row's
+    dual <= 0), their dual objective is the reported bound, and it is within the gap of HiGHS."""
+    from pyomo.contrib.solver.common.util import NoDualsError
+
+    from dpmodels import instances
+
+    # eta = 2 km: cells two apart in a row are neighbours, implied through the cell between them
+    inst = instances.generate("mdp/grid", seed=0, rows=3, cols=4, K=5, epsilon=1.0, eta=2.0)
+    model = build_full_lp(inst)
+    res = SolverFactory("mdp_ipm").solve(model, gap=1e-4, presolve=presolve)
+    duals = res.solution_loader.get_duals()
+    assert len(duals) == len(model.mdp) + len(model.unit)
+    reduced, sign_errors, dual_objective = full_lp_dual_check(model, duals)
+    assert sign_errors == 0 and reduced.min() >= -1e-9
+    assert dual_objective == pytest.approx(res.objective_bound, rel=1e-9)
+    ref = SolverFactory("highs").solve(build_full_lp(inst))
+    opt = ref.incumbent_objective
+    assert res.objective_bound <= opt + 1e-9 <= res.incumbent_objective + 2e-9
+    assert opt - dual_objective <= 1e-4 * res.incumbent_objective + 1e-12
+    if presolve:  # the rows presolve leaves out carry no multiplier
+        assert res.extra_info["pairs implied (presolve)"] > 0
+        assert sum(duals[c] == 0 for c in model.mdp.values()) >= res.extra_info["pairs implied (presolve)"] * inst.K
+    # a dual import suffix is not an edit: the model is solved, and the suffix filled (legacy API, or
+    # the new API's load_solution)
+    for legacy in (True, False):
+        with_suffix = build_full_lp(inst)
+        with_suffix.dual = pyo.Suffix(direction=pyo.Suffix.IMPORT)
+        if legacy:
+            pyo.SolverFactory("mdp_ipm").solve(with_suffix, options={"gap": 1e-4, "presolve": presolve})
+        else:
+            SolverFactory("mdp_ipm").solve(with_suffix, gap=1e-4, presolve=presolve).solution_loader.load_solution()
+        assert len(with_suffix.dual) == len(with_suffix.mdp) + len(with_suffix.unit)
+        filled = {c.index(): with_suffix.dual[c] for c in with_suffix.unit.values()}
+        assert filled == pytest.approx({c.index(): duals[model.unit[c.index()]] for c in with_suffix.unit.values()})
+    # Benders assembles no full-LP duals
+    bres = SolverFactory("mdp_benders").solve(build_full_lp(inst), gap=1e-4)
+    with pytest.raises(NoDualsError):
+        bres.solution_loader.get_duals()
 
 
 def test_bad_gap_and_oversized_instances_are_refused():
