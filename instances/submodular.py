@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.formulations import register_example
 from dpmodels.core.noise import make_rng
 from dpmodels.submodular.data import (
     FacilityLocation,
@@ -230,3 +231,53 @@ def facility_from_file(
     return SubmodularInstance(
         F, make_matroid(matroid, len(sites), rank, make_rng(seed), blocks), f"facility:{Path(path).name}"
     )
+
+
+# ---------------------------------------------------------------------- one tiny model per formulation
+@register_example("submodular.matroid_lp")
+def _example_matroid_lp():
+    """A graphic matroid (a triangle with a pendant edge; Martin's flows in the model), mixed weights."""
+    from dpmodels.submodular.models import build_matroid_lp
+
+    return build_matroid_lp(GraphicMatroid(4, [(0, 1), (1, 2), (0, 2), (2, 3)]), [2.0, 1.0, 3.0, -1.0])
+
+
+@register_example("submodular.multilinear")
+def _example_multilinear():
+    from dpmodels.submodular.models import build_multilinear_relaxation
+
+    inst = trap()
+    return build_multilinear_relaxation(inst.function, inst.matroid)
+
+
+@register_example("submodular.coverage_milp")
+def _example_coverage_milp():
+    from dpmodels.submodular.models import build_coverage_milp
+
+    inst = trap()
+    return build_coverage_milp(inst.function, inst.matroid)
+
+
+@register_example("submodular.facility_milp")
+def _example_facility_milp():
+    from dpmodels.submodular.models import build_facility_milp
+
+    inst = facility(seed=0, n=5, customers=8, nearest=2, rank=2)
+    return build_facility_milp(inst.function, inst.matroid)
+
+
+@register_example("submodular.kcoverage_milp")
+def _example_kcoverage_milp():
+    from dpmodels.submodular.models import build_kcoverage_milp
+
+    inst = k_coverage_example()
+    return build_kcoverage_milp(inst.function, inst.matroid)
+
+
+@register_example("submodular.lift_lp")
+def _example_lift_lp():
+    """The trap's partition matroid, a point of its polytope and all of its bases."""
+    from dpmodels.submodular.models import build_lift_lp
+
+    M = trap().matroid
+    return build_lift_lp(M, np.array([0.5, 0.25, 0.5]), M.bases())

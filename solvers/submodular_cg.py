@@ -4,24 +4,24 @@ continuous greedy (non-private) or by the private Algorithms 1 / 2 (spec 3.1-3.3
 Both solve models built by :func:`dpmodels.submodular.models.build_multilinear_relaxation`
 (``max f(y)`` over ``P(M)``).  With ``rounding="none"`` the fractional ``x_T`` is loaded into ``y``
 and the objective is ``f(x_T)``; with ``rounding="swap"`` (default) or ``"pipage"`` the rounded base
-is loaded and the objective is ``F(S)`` (``E[F(S)] >= f(x_T)``, A5).  The result is feasible, not
-optimal (``1 - 1/e`` guarantee), so the status is ``feasible`` and no bound is reported.
-Directions of the non-private solver: the matroid greedy (``direction="greedy"``) or the Pyomo LP
-over the base polytope solved by HiGHS (``"highs"``).  The private solver reports its accountant
-summary in ``results.extra_info.privacy``.
+is loaded (with Martin's arc flows for a graphic matroid) and the objective is ``F(S)``
+(``E[F(S)] >= f(x_T)``, A5).  The result is feasible, not optimal (``1 - 1/e`` guarantee), so the
+status is ``feasible`` and no bound is reported.  Directions of the non-private solver: the matroid
+greedy (``direction="greedy"``) or the Pyomo LP over the base polytope solved by HiGHS
+(``"highs"``).  The private solver reports its accountant summary in ``results.extra_info.privacy``.
 """
 
 from __future__ import annotations
 
-from pyomo.common.config import ConfigValue, In
-from pyomo.contrib.solver.common.config import SolverConfig
-from pyomo.contrib.solver.common.results import TerminationCondition
+from pyomo.common.config import In
 
-from dpmodels.core.errors import ModelStructureError, PrivacyParameterError
+from dpmodels.core.errors import PrivacyParameterError
 from dpmodels.submodular.algorithms import continuous_greedy
+from dpmodels.submodular.matroids import GraphicMatroid
 from dpmodels.submodular.mechanism import improved_private_continuous_greedy, private_continuous_greedy
+from dpmodels.submodular.models import martin_values
 
-from .base import StructureSolution, StructureSolver
+from .base import Option, StructureSolution, StructureSolver, converged
 
 __all__ = ["ContinuousGreedySolver", "PrivateContinuousGreedySolver"]
 
@@ -30,88 +30,58 @@ def _optional_int(value):
     return None if value is None else int(value)
 
 
-class _CGConfig(SolverConfig):
-    def __init__(self, description=None, doc=None, implicit=False, implicit_domain=None, visibility=0):
-        super().__init__(
-            description=description, doc=doc, implicit=implicit, implicit_domain=implicit_domain, visibility=visibility
-        )
-        self.T = self.declare("T", ConfigValue(default=None, domain=_optional_int, description="steps (default r)"))
-        self.rounding = self.declare(
-            "rounding", ConfigValue(default="swap", domain=In(["swap", "pipage", "none"]), description="rounding")
-        )
-        self.seed = self.declare(
-            "seed",
-            ConfigValue(
-                default=None,
-                description="seed of the run's rng streams (None: secure; a seed: reproducible, not private)",
-            ),
-        )
-        self.gradient_mode = self.declare(
-            "gradient_mode", ConfigValue(default="auto", description="auto, closed_form, exact_enum or sampled")
-        )
-        self.samples = self.declare(
-            "samples", ConfigValue(default=None, domain=_optional_int, description="m of the sampled gradient")
-        )
+#: Options both continuous-greedy plugins take (``rounding`` differs: the private one has no pipage).
+_COMMON = (
+    Option("T", None, "steps (default r, the matroid's rank)", _optional_int),
+    Option("seed", None, "seed of the run's rng streams (None: secure; a seed: reproducible, not private)"),
+    Option("gradient_mode", "auto", "auto, closed_form, exact_enum or sampled"),
+    Option("samples", None, "m of the sampled gradient", _optional_int),
+)
 
 
-class CGConfig(_CGConfig):
-    def __init__(self, **kwds):
-        super().__init__(**kwds)
-        self.direction = self.declare(
-            "direction", ConfigValue(default="greedy", domain=In(["greedy", "highs"]), description="direction oracle")
-        )
-
-
-class PrivateCGConfig(_CGConfig):
-    def __init__(self, **kwds):
-        super().__init__(**kwds)
-        self.epsilon = self.declare(
-            "epsilon", ConfigValue(default=None, description="the paper's input epsilon (finite, > 0)")
-        )
-        self.algorithm = self.declare(
-            "algorithm", ConfigValue(default="alg1", domain=In(["alg1", "alg2"]), description="Algorithm 1 or 2")
-        )
-        self.cover = self.declare(
-            "cover", ConfigValue(default="bases", domain=In(["bases", "grid"]), description="cover backend (A1)")
-        )
-        self.q = self.declare("q", ConfigValue(default=None, domain=_optional_int, description="grid resolution"))
-
-
-def _solution(res, rounded: bool) -> StructureSolution:
+def _solution(marker, res, rounded: bool) -> StructureSolution:
     if rounded:
-        values, objective = res.S.astype(float), res.rounded_value
+        values, objective = {"y": res.S.astype(float)}, res.rounded_value
+        M = marker.data.matroid
+        if isinstance(M, GraphicMatroid):
+            values["polytope.z"] = martin_values(M, res.S)
     else:
-        values, objective = res.x, res.value
+        values, objective = {"y": res.x}, res.value
     info = {"x": res.x.tolist(), "calls": res.calls, "true relaxed value (diagnostic)": res.value}
-    return StructureSolution(
-        {"y": values}, objective, TerminationCondition.convergenceCriteriaSatisfied, exact=False, info=info
-    )
+    return converged(objective, values, exact=False, info=info)
 
 
 class ContinuousGreedySolver(StructureSolver):
     """Non-private continuous greedy on the multilinear relaxation."""
 
-    CONFIG = CGConfig()
     formulations = frozenset({"submodular.multilinear"})
     integer_only = False
+    exact = False
+    guarantee = "approximation: E[F(S)] >= (1 - 1/e - O(r^2/T)) OPT (swap rounding); no bound"
+    options = (
+        *_COMMON,
+        Option("rounding", "swap", "swap, pipage or none (load the fractional x_T)", In(["swap", "pipage", "none"])),
+        Option(
+            "direction", "greedy", "direction oracle: the matroid greedy or the LP by HiGHS", In(["greedy", "highs"])
+        ),
+    )
     algorithm = "continuous greedy (LP directions) + swap rounding, 1 - 1/e - O(r^2/T) (spec 3.6)"
 
-    @staticmethod
-    def solve_data(function, matroid, **options):
-        return continuous_greedy(function, matroid, **options)
-
-    def _solve_marker(self, marker, config) -> StructureSolution:
-        res = self.solve_data(
-            marker.data["function"],
-            marker.data["matroid"],
-            T=config.T,
-            direction=config.direction,
-            gradient_mode=config.gradient_mode,
-            samples=config.samples,
-            rounding=config.rounding,
-            seed=config.seed,
+    @classmethod
+    def run(cls, payload, options, controls):
+        return continuous_greedy(
+            payload.function,
+            payload.matroid,
+            T=options.T,
+            direction=options.direction,
+            gradient_mode=options.gradient_mode,
+            samples=options.samples,
+            rounding=options.rounding,
+            seed=options.seed,
         )
-        return _solution(res, config.rounding != "none")
+
+    def to_solution(self, marker, result, options):
+        return _solution(marker, result, options.rounding != "none")
 
 
 class PrivateContinuousGreedySolver(StructureSolver):
@@ -122,37 +92,41 @@ class PrivateContinuousGreedySolver(StructureSolver):
     diagnostics computed on the private data: they are not covered by the privacy accounting and
     must not be released."""
 
-    CONFIG = PrivateCGConfig()
     formulations = frozenset({"submodular.multilinear"})
     integer_only = False
+    exact = False
+    guarantee = "eps-DP mechanism: a random feasible point with the paper's expected-value guarantee; no bound"
+    options = (
+        *_COMMON,
+        Option("rounding", "swap", "swap or none (pipage is not offered privately)", In(["swap", "none"])),
+        Option("epsilon", None, "the paper's input epsilon (finite, > 0); required"),
+        Option("algorithm", "alg1", "Algorithm 1 or 2", In(["alg1", "alg2"])),
+        Option("cover", "bases", "cover backend (A1)", In(["bases", "grid"])),
+        Option("q", None, "grid resolution", _optional_int),
+    )
     algorithm = "private continuous greedy (Rafiey-Yoshida Alg. 1 / 2) + swap rounding"
 
-    @staticmethod
-    def solve_data(function, matroid, epsilon, algorithm: str = "alg1", **options):
-        run = private_continuous_greedy if algorithm == "alg1" else improved_private_continuous_greedy
-        return run(function, matroid, epsilon, **options)
-
-    def _solve_marker(self, marker, config) -> StructureSolution:
-        if config.rounding == "pipage":
-            raise ModelStructureError("submodular_private_cg rounds by swap rounding (or none); pipage is not offered")
-        if config.epsilon is None:
+    @classmethod
+    def run(cls, payload, options, controls):
+        if options.epsilon is None:
             raise PrivacyParameterError(
                 "epsilon", "submodular_private_cg needs a finite epsilon > 0 (submodular_cg is the non-private limit)"
             )
-        eps = config.epsilon
-        res = self.solve_data(
-            marker.data["function"],
-            marker.data["matroid"],
-            eps,
-            config.algorithm,
-            T=config.T,
-            cover=config.cover,
-            q=config.q,
-            gradient_mode=config.gradient_mode,
-            samples=config.samples,
-            rounding=config.rounding,
-            seed=config.seed,
+        mechanism = private_continuous_greedy if options.algorithm == "alg1" else improved_private_continuous_greedy
+        return mechanism(
+            payload.function,
+            payload.matroid,
+            options.epsilon,
+            T=options.T,
+            cover=options.cover,
+            q=options.q,
+            gradient_mode=options.gradient_mode,
+            samples=options.samples,
+            rounding=options.rounding,
+            seed=options.seed,
         )
-        sol = _solution(res, config.rounding != "none")
-        sol.info["privacy"] = res.accountant.summary()
+
+    def to_solution(self, marker, result, options):
+        sol = _solution(marker, result, options.rounding != "none")
+        sol.info["privacy"] = result.accountant.summary()
         return sol

@@ -17,17 +17,16 @@ in ``results.extra_info.privacy``.
 from __future__ import annotations
 
 import numpy as np
-from pyomo.common.config import ConfigValue, In
-from pyomo.contrib.solver.common.config import SolverConfig
-from pyomo.contrib.solver.common.results import TerminationCondition
+from pyomo.common.config import In
 
 from dpmodels.core.errors import ModelStructureError, PrivacyParameterError
 from dpmodels.submodular.algorithms import greedy, k_greedy
+from dpmodels.submodular.data import KCoverage
 from dpmodels.submodular.matroids import GraphicMatroid
 from dpmodels.submodular.mechanism import mitrovic_private_greedy, private_k_greedy, private_k_greedy_sampled
 from dpmodels.submodular.models import martin_values
 
-from .base import StructureSolution, StructureSolver
+from .base import Option, StructureSolver, converged
 
 __all__ = ["SubmodularGreedySolver", "milp_values"]
 
@@ -36,29 +35,9 @@ K_ALGORITHMS = ("k_greedy", "alg3", "alg4")
 PRIVATE = ("mitrovic", "alg3", "alg4")
 
 
-class GreedyConfig(SolverConfig):
-    def __init__(self, description=None, doc=None, implicit=False, implicit_domain=None, visibility=0):
-        super().__init__(
-            description=description, doc=doc, implicit=implicit, implicit_domain=implicit_domain, visibility=visibility
-        )
-        self.algorithm = self.declare(
-            "algorithm",
-            ConfigValue(default=None, domain=In((None, *SET_ALGORITHMS, *K_ALGORITHMS)), description="which greedy"),
-        )
-        self.epsilon = self.declare("epsilon", ConfigValue(default=None, description="input epsilon, finite > 0"))
-        self.seed = self.declare(
-            "seed",
-            ConfigValue(
-                default=None,
-                description="seed of the mechanism streams (None: secure; a seed: reproducible, not private)",
-            ),
-        )
-        self.gamma = self.declare("gamma", ConfigValue(default=0.1, description="failure probability of Alg. 4"))
-
-
 def milp_values(marker, solution) -> dict[str, np.ndarray]:
     """Every MILP variable at the set (or k-vector) ``solution``, in the marker's layout order."""
-    F, M = marker.data["function"], marker.data["matroid"]
+    F, M = marker.data.function, marker.data.matroid
     formulation = marker.formulation
     if formulation == "submodular.kcoverage_milp":
         x = np.asarray(solution, dtype=np.int64)
@@ -107,14 +86,38 @@ class SubmodularGreedySolver(StructureSolver):
     objective ``F_D(S)`` is an evaluation diagnostic computed on the private data: it is
     not covered by the privacy accounting and must not be released."""
 
-    CONFIG = GreedyConfig()
     formulations = frozenset({"submodular.coverage_milp", "submodular.facility_milp", "submodular.kcoverage_milp"})
     integer_only = False
+    exact = False
+    guarantee = (
+        "approximation: greedy 1/2 (1 - 1/e on uniform matroids), k-greedy 1/2; the private algorithms "
+        "are eps r-DP mechanisms with the papers' expected-value guarantees; no bound"
+    )
+    options = (
+        Option(
+            "algorithm",
+            None,
+            "greedy or mitrovic (coverage, facility); k_greedy, alg3 or alg4 (k-coverage); default the non-private one",
+            In((None, *SET_ALGORITHMS, *K_ALGORITHMS)),
+        ),
+        Option("epsilon", None, "input epsilon (finite, > 0) of the private algorithms"),
+        Option("seed", None, "seed of the mechanism streams (None: secure; a seed: reproducible, not private)"),
+        Option("gamma", 0.1, "failure probability of Alg. 4"),
+    )
     algorithm = "greedy-type maximization (matroid greedy, Mitrovic, Sakaue, Rafiey-Yoshida Alg. 3/4)"
 
-    @staticmethod
-    def solve_data(function, matroid, algorithm: str, epsilon=None, seed=None, gamma: float = 0.1):
-        """Run ``algorithm`` on plain data; returns the :class:`GreedyResult`."""
+    def check(self, marker, options) -> None:
+        _result_algorithm(marker, options)
+
+    @classmethod
+    def run(cls, payload, options, controls):
+        """Run the chosen algorithm on a :class:`~dpmodels.submodular.models.SubmodularPayload`
+        (the default algorithm follows the function: k_greedy for a k-coverage function, else greedy);
+        returns its :class:`GreedyResult`."""
+        function, matroid = payload.function, payload.matroid
+        k_data = isinstance(function, KCoverage)
+        algorithm = _chosen(k_data, options.algorithm, "a k-coverage function" if k_data else "a set function")
+        epsilon, seed = options.epsilon, options.seed
         if algorithm in PRIVATE and epsilon is None:
             raise PrivacyParameterError("epsilon", f"{algorithm} is private and needs epsilon")
         if algorithm == "greedy":
@@ -125,21 +128,25 @@ class SubmodularGreedySolver(StructureSolver):
             return mitrovic_private_greedy(function, matroid, epsilon, seed=seed)
         if algorithm == "alg3":
             return private_k_greedy(function, matroid, epsilon, seed=seed)
-        return private_k_greedy_sampled(function, matroid, epsilon, gamma=gamma, seed=seed)
+        return private_k_greedy_sampled(function, matroid, epsilon, gamma=options.gamma, seed=seed)
 
-    def _solve_marker(self, marker, config) -> StructureSolution:
-        k_model = marker.formulation == "submodular.kcoverage_milp"
-        algorithm = config.algorithm or ("k_greedy" if k_model else "greedy")
-        if (algorithm in K_ALGORITHMS) != k_model:
-            allowed = K_ALGORITHMS if k_model else SET_ALGORITHMS
-            raise ModelStructureError(f"{algorithm} does not solve {marker.formulation}; use one of {allowed}")
-        res = self.solve_data(
-            marker.data["function"], marker.data["matroid"], algorithm, config.epsilon, config.seed, config.gamma
-        )
-        info = {"calls": res.calls, "algorithm_name": algorithm}
-        if res.accountant is not None:
-            info["privacy"] = res.accountant.summary()
-        values = milp_values(marker, res.S)
-        return StructureSolution(
-            values, res.value, TerminationCondition.convergenceCriteriaSatisfied, exact=False, info=info
-        )
+    def to_solution(self, marker, result, options):
+        info = {"calls": result.calls, "algorithm_name": _result_algorithm(marker, options)}
+        if result.accountant is not None:
+            info["privacy"] = result.accountant.summary()
+        return converged(result.value, milp_values(marker, result.S), exact=False, info=info)
+
+
+def _chosen(k_model: bool, algorithm: str | None, what: str) -> str:
+    """The algorithm that runs (default: the non-private one); a set algorithm on the k-coverage
+    model, or a k-algorithm on a set model, is refused."""
+    chosen = algorithm or ("k_greedy" if k_model else "greedy")
+    if (chosen in K_ALGORITHMS) != k_model:
+        allowed = K_ALGORITHMS if k_model else SET_ALGORITHMS
+        raise ModelStructureError(f"{chosen} does not solve {what}; use one of {allowed}")
+    return chosen
+
+
+def _result_algorithm(marker, options) -> str:
+    k_model = marker.formulation == "submodular.kcoverage_milp"
+    return _chosen(k_model, options.algorithm, marker.formulation)

@@ -10,10 +10,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyomo.environ as pyo
 
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker
 
 from .data import FacilityLocation, KCoverage, WeightedCoverage
@@ -30,7 +33,38 @@ __all__ = [
     "polytope_block",
     "polytope_layout",
     "martin_values",
+    "MatroidLPPayload",
+    "SubmodularPayload",
+    "LiftLPPayload",
 ]
+
+
+@dataclass(frozen=True, eq=False)
+class MatroidLPPayload:
+    """Payload of the matroid LP: the matroid, the weight vector ``w`` (length ``n``) and whether
+    the feasible region is the base polytope ``B(M)`` (else the independence polytope ``P(M)``)."""
+
+    matroid: Matroid
+    weights: np.ndarray
+    base: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class SubmodularPayload:
+    """Payload of the multilinear relaxation and the exact MILPs: the monotone submodular
+    function (coverage, facility location or k-coverage) and the matroid constraint."""
+
+    function: object
+    matroid: Matroid
+
+
+@dataclass(frozen=True, eq=False)
+class LiftLPPayload:
+    """Payload of the lift LP: the matroid, the point ``y`` and the base columns (0/1 arrays)."""
+
+    matroid: Matroid
+    y: np.ndarray
+    bases: list
 
 
 def polytope_block(model, M: Matroid, y, base: bool = False) -> None:
@@ -66,6 +100,13 @@ def martin_values(M: GraphicMatroid, forest) -> np.ndarray:
     return z.ravel()
 
 
+@register_formulation(
+    "submodular.matroid_lp",
+    payload=MatroidLPPayload,
+    integer=False,
+    objective="linear",
+    doc="max <w, y> over the matroid or base polytope (relax=False: the 0/1 program)",
+)
 def build_matroid_lp(M: Matroid, weights, *, base: bool = False, relax: bool = True):
     """``max sum_e w_e y_e`` over the matroid (``base=False``) or base polytope; ``relax=False``
     makes ``y`` binary (the max-weight independent set / base problem)."""
@@ -80,13 +121,20 @@ def build_matroid_lp(M: Matroid, weights, *, base: bool = False, relax: bool = T
     attach_marker(
         m,
         "submodular.matroid_lp",
-        {"matroid": M, "weights": w},
+        MatroidLPPayload(M, w, bool(base)),
         {"base": base, "relax": relax},
-        {"y": list(range(M.n))},
+        {"y": list(range(M.n)), **polytope_layout(M)},
     )
     return m
 
 
+@register_formulation(
+    "submodular.multilinear",
+    payload=SubmodularPayload,
+    integer=False,
+    objective="polynomial",
+    doc="max of the multilinear extension f(y) over the matroid polytope (non-concave polynomial)",
+)
 def build_multilinear_relaxation(F, M: Matroid):
     """``max f(y)`` over ``y in P(M)``; ``f`` is the closed-form multilinear polynomial (coverage or
     facility location).  The structure plugin ``submodular_cg`` solves it (approximately)."""
@@ -96,7 +144,9 @@ def build_multilinear_relaxation(F, M: Matroid):
     m.y = pyo.Var(m.E, within=pyo.UnitInterval)
     polytope_block(m, M, m.y)
     m.obj = pyo.Objective(expr=pyomo_multilinear(F, m.y), sense=pyo.maximize)
-    attach_marker(m, "submodular.multilinear", {"function": F, "matroid": M}, {}, {"y": list(range(M.n))})
+    attach_marker(
+        m, "submodular.multilinear", SubmodularPayload(F, M), {}, {"y": list(range(M.n)), **polytope_layout(M)}
+    )
     return m
 
 
@@ -106,6 +156,13 @@ def _selection(m, M: Matroid, relax: bool) -> None:
     polytope_block(m, M, m.s)
 
 
+@register_formulation(
+    "submodular.coverage_milp",
+    payload=SubmodularPayload,
+    integer=True,
+    objective="linear",
+    doc="weighted coverage under a matroid, exact MILP (relax=True: the concave-relaxation LP bound)",
+)
 def build_coverage_milp(F: WeightedCoverage, M: Matroid, *, relax: bool = False):
     """``max sum_v w_v z_v`` s.t. ``z_v <= sum_{u in N(v)} s_u``, ``z <= 1``, ``s`` independent.
 
@@ -123,10 +180,17 @@ def build_coverage_milp(F: WeightedCoverage, M: Matroid, *, relax: bool = False)
     m.cover = pyo.Constraint(m.V, rule=lambda b, v: b.z[v] <= sum(b.s[u] for u in members[v]))
     m.obj = pyo.Objective(expr=sum(float(F.weights[v]) * m.z[v] for v in users), sense=pyo.maximize)
     layout = {"s": list(range(M.n)), "z": users, **polytope_layout(M)}
-    attach_marker(m, "submodular.coverage_milp", {"function": F, "matroid": M}, {"relax": relax}, layout)
+    attach_marker(m, "submodular.coverage_milp", SubmodularPayload(F, M), {"relax": relax}, layout)
     return m
 
 
+@register_formulation(
+    "submodular.facility_milp",
+    payload=SubmodularPayload,
+    integer=True,
+    objective="linear",
+    doc="facility location under a matroid, exact MILP (relax=True: its LP bound)",
+)
 def build_facility_milp(F: FacilityLocation, M: Matroid, *, relax: bool = False):
     """``max sum c_ij a_ij`` s.t. ``sum_i a_ij <= 1``, ``a_ij <= s_i``, ``s`` independent (sparse ``a``)."""
     if not isinstance(F, FacilityLocation):
@@ -147,10 +211,17 @@ def build_facility_milp(F: FacilityLocation, M: Matroid, *, relax: bool = False)
     m.open = pyo.Constraint(m.P, rule=lambda b, i, j: b.a[i, j] <= b.s[i])
     m.obj = pyo.Objective(expr=sum(value[p] * m.a[p] for p in pairs), sense=pyo.maximize)
     layout = {"s": list(range(M.n)), "a": pairs, **polytope_layout(M)}
-    attach_marker(m, "submodular.facility_milp", {"function": F, "matroid": M}, {"relax": relax}, layout)
+    attach_marker(m, "submodular.facility_milp", SubmodularPayload(F, M), {"relax": relax}, layout)
     return m
 
 
+@register_formulation(
+    "submodular.kcoverage_milp",
+    payload=SubmodularPayload,
+    integer=True,
+    objective="linear",
+    doc="k-coverage (k-submodular) under a matroid on the support, exact MILP (spec 6.4)",
+)
 def build_kcoverage_milp(F: KCoverage, M: Matroid, *, relax: bool = False):
     """Binaries ``s_{e,i}`` with ``sum_i s_{e,i} <= 1``, the matroid on ``u_e = sum_i s_{e,i}``,
     ``z_v <= sum_{(e,i): v in N_i(e)} s_{e,i}``, ``z <= 1``; ``max sum_v w_v z_v`` (spec 6.4)."""
@@ -179,10 +250,17 @@ def build_kcoverage_milp(F: KCoverage, M: Matroid, *, relax: bool = False):
         "z": users,
         **polytope_layout(M),
     }
-    attach_marker(m, "submodular.kcoverage_milp", {"function": F, "matroid": M}, {"relax": relax}, layout)
+    attach_marker(m, "submodular.kcoverage_milp", SubmodularPayload(F, M), {"relax": relax}, layout)
     return m
 
 
+@register_formulation(
+    "submodular.lift_lp",
+    payload=LiftLPPayload,
+    integer=False,
+    objective="linear",
+    doc="the decomposition / lift LP of a polytope point over given bases (spec 6.3)",
+)
 def build_lift_lp(M: Matroid, y, bases, *, check: bool = True):
     """The decomposition / lift LP of spec 6.3 over the given base columns, with shortfalls:
     ``min sum_e s_e`` s.t. ``sum_{B ni e} lambda_B + s_e >= y_e``, ``sum_B lambda_B = 1``, ``lambda, s >= 0``.
@@ -206,5 +284,5 @@ def build_lift_lp(M: Matroid, y, bases, *, check: bool = True):
     m.dominate = pyo.Constraint(m.E, rule=lambda mm, e: sum(mm.lam[b] for b in members[e]) + mm.short[e] >= float(y[e]))
     m.obj = pyo.Objective(expr=sum(m.short[e] for e in m.E))
     layout = {"lam": list(range(len(cols))), "short": list(range(M.n))}
-    attach_marker(m, "submodular.lift_lp", {"matroid": M, "y": y, "bases": cols}, {}, layout)
+    attach_marker(m, "submodular.lift_lp", LiftLPPayload(M, y, cols), {}, layout)
     return m
