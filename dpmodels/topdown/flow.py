@@ -12,21 +12,22 @@ The network is built with numpy and solved with networkx's network simplex.  OR-
 C++ min-cost flow was evaluated and rejected: its wheel bundles its own HiGHS, whose
 symbols clash with highspy's in one process (whichever is imported second fails to load).
 ``dpmodels bench topdown`` measures where this rounder beats HiGHS's LP and where not.
-Models with edits (non-network rows) are refused.  The ``topdown_flow`` plugin
+Models with edits (non-network rows) are refused; a network without a feasible flow raises
+``InfeasibleDomainError`` (the rounding model has no solution).  The ``topdown_flow`` plugin
 (:mod:`dpmodels.solvers.topdown_flow`) runs it on a Pyomo model.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpmodels.core.errors import ModelStructureError
+from dpmodels.core.errors import InfeasibleDomainError, ModelStructureError
 
 from .models import split_floor
 
-__all__ = ["SCALE", "FlowNetwork", "rounding_network", "solve_flow_rounding"]
+__all__ = ["SCALE", "FlowNetwork", "FlowRounding", "rounding_network", "round_by_flow", "solve_flow_rounding"]
 
 SCALE = 10**6
 _BIG = 10**12
@@ -45,6 +46,18 @@ class FlowNetwork:
     y_arcs: np.ndarray  # arc positions of the rounding variables
     y_child: np.ndarray
     y_cell: np.ndarray
+    gq_arcs: dict[int, np.ndarray] = field(default_factory=dict)  # child -> type-to-combination arcs
+
+
+@dataclass
+class FlowRounding:
+    """A rounding found by the network: integer histograms (children x active cells), its
+    objective ``sum cost * y``, and per child with a group-quarters network the flows
+    ``F[t, g, c]`` (lower bounds included) in ``flows.arcs()`` order."""
+
+    values: np.ndarray
+    objective: float
+    arc_flows: dict[int, np.ndarray]
 
 
 class _Builder:
@@ -93,10 +106,12 @@ def rounding_network(problem, low: np.ndarray, cost: np.ndarray) -> FlowNetwork:
             b.give(tails[j], rhs[j])
     free_sink = False
     y_arcs, y_child, y_cell = [], [], []
+    gq_arcs = {}
     for t, child in enumerate(problem.children):
         if child.flows is not None:
-            heads = _flow_block(b, child.flows, low[t], types, sink)
-            free_sink |= not child.flows.fixed
+            total = child.total if problem.parent is not None and not child.flows.fixed else None
+            heads, gq_arcs[t] = _flow_block(b, child.flows, low[t], types, sink, total)
+            free_sink |= not child.flows.fixed and total is None
         else:
             u = b.nodes(1)[0]
             heads = np.full(int(types.max()) + 1, u)
@@ -130,21 +145,33 @@ def rounding_network(problem, low: np.ndarray, cost: np.ndarray) -> FlowNetwork:
         np.concatenate(y_arcs),
         np.concatenate(y_child),
         np.concatenate(y_cell),
+        gq_arcs,
     )
 
 
-def _flow_block(b: _Builder, flows, low_t: np.ndarray, types: np.ndarray, sink: int) -> np.ndarray:
+def _flow_block(
+    b: _Builder, flows, low_t: np.ndarray, types: np.ndarray, sink: int, total: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Type nodes (supplied with the floors' type mass) and combination nodes of one child.
 
-    Returns, per type, its node or -1 when no combination admits the type (its cells stay 0).
+    Combinations without an invariant population drain into the common sink, or, when the
+    child has an invariant ``total`` that the fixed populations do not imply, into a node of
+    the child that absorbs exactly ``total`` minus the fixed populations.
+    Returns, per type, its node or -1 when no combination admits the type (its cells stay 0),
+    and the positions of the type-to-combination arcs in ``flows.arcs()`` order.
     """
     type_nodes = b.nodes(flows.n_types)
     combo_nodes = b.nodes(len(flows.combos))
+    if total is not None:
+        drain = b.nodes(1)[0]
+        b.give(drain, -(int(total) - int(flows.population[flows.population >= 0].sum())))
+        sink = drain
     for g in range(flows.n_types):
         b.give(type_nodes[g], int(low_t[types == g].sum()))
+    arcs = []
     for g, c in flows.arcs():
         lower = int(flows.lower[c, g])
-        b.add(type_nodes[g], combo_nodes[c], _BIG, 0)
+        arcs.append(b.add(type_nodes[g], combo_nodes[c], _BIG, 0)[0])
         b.give(type_nodes[g], -lower)  # shift the lower bound out of the arc
         b.give(combo_nodes[c], lower)
     for c in range(len(flows.combos)):
@@ -152,7 +179,7 @@ def _flow_block(b: _Builder, flows, low_t: np.ndarray, types: np.ndarray, sink: 
             b.give(combo_nodes[c], -int(flows.population[c]))
         else:
             b.add(combo_nodes[c], sink, _BIG, 0)
-    return np.where(flows.combos.any(axis=0), type_nodes, -1)
+    return np.where(flows.combos.any(axis=0), type_nodes, -1), np.asarray(arcs, dtype=np.int64)
 
 
 def _solve_networkx(net: FlowNetwork) -> np.ndarray:
@@ -166,13 +193,15 @@ def _solve_networkx(net: FlowNetwork) -> np.ndarray:
     ]
     try:
         _, flow = nx.network_simplex(g)
-    except nx.NetworkXUnfeasible as err:
-        raise ModelStructureError(f"topdown_flow: the rounding network has no feasible flow ({err})") from err
+    except nx.NetworkXUnfeasible as err:  # the network is the rounding model: no flow, no rounding
+        raise InfeasibleDomainError(
+            "rounding", f"the rounding network has no feasible flow, so the rounding model is infeasible ({err})"
+        ) from err
     return np.array([flow[int(t)][int(h)][k] for t, h, k in zip(net.tails, net.heads, keys, strict=True)])
 
 
-def solve_flow_rounding(problem, hstar: np.ndarray, objective: str = "l1"):
-    """Integer rounding ``(children x cells)`` and its objective ``sum cost * y``."""
+def round_by_flow(problem, hstar: np.ndarray, objective: str = "l1") -> FlowRounding:
+    """The optimal rounding of ``hstar`` with the group-quarters flows that route it."""
     if problem.edits:
         raise ModelStructureError("topdown_flow: edit constraints are not network rows; use highs (MIP)")
     low, phi = split_floor(np.asarray(hstar, dtype=np.float64).reshape(problem.m, problem.n))
@@ -181,4 +210,15 @@ def solve_flow_rounding(problem, hstar: np.ndarray, objective: str = "l1"):
     flows = _solve_networkx(net)
     y = np.zeros_like(low)
     y[net.y_child, net.y_cell] = flows[net.y_arcs]
-    return low + y, float((cost * y).sum())
+    arc_flows = {}
+    for t, arcs in net.gq_arcs.items():
+        fl = problem.children[t].flows
+        lower = np.array([fl.lower[c, g] for g, c in fl.arcs()], dtype=np.int64)
+        arc_flows[t] = flows[arcs] + lower
+    return FlowRounding(low + y, float((cost * y).sum()), arc_flows)
+
+
+def solve_flow_rounding(problem, hstar: np.ndarray, objective: str = "l1"):
+    """Integer rounding ``(children x cells)`` and its objective ``sum cost * y``."""
+    result = round_by_flow(problem, hstar, objective)
+    return result.values, result.objective
