@@ -1,16 +1,15 @@
 """``topdown_tree_l2``: TopDown L2 models (``build_l2``) with identity measurements in closed form (spec 4.5).
 
 The algorithm is :func:`dpmodels.topdown.tree_l2.solve_tree_l2` (per-cell weighted simplex
-projection); this module adapts it to Pyomo.
+projection); this module adapts it to Pyomo.  Models with flow constraints, invariant child
+totals, edit rows or non-identity measurements are refused.
 """
 
 from __future__ import annotations
 
-from pyomo.contrib.solver.common.results import TerminationCondition
+from dpmodels.topdown.tree_l2 import check_tree_l2, solve_tree_l2, tree_objective
 
-from dpmodels.topdown.tree_l2 import solve_tree_l2, tree_objective
-
-from .base import StructureSolution, StructureSolver
+from .base import StructureSolver, converged
 
 __all__ = ["TreeL2Solver"]
 
@@ -20,13 +19,17 @@ class TreeL2Solver(StructureSolver):
 
     formulations = frozenset({"topdown.l2"})
     integer_only = False
+    guarantee = "optimum of the L2 QP (closed form, exact up to floating point)"
     algorithm = "per-cell weighted simplex projection (water-filling)"
-    solve_data = staticmethod(solve_tree_l2)
 
-    def _solve_marker(self, marker, config) -> StructureSolution:
-        problem = marker.data["problem"]
-        h = solve_tree_l2(problem, marker.options["weights"], marker.options["edits"])
-        objective = tree_objective(problem, h, marker.options["weights"])
-        return StructureSolution(
-            {"H": h}, objective, TerminationCondition.convergenceCriteriaSatisfied, bound=objective
-        )
+    def check(self, marker, options) -> None:
+        check_tree_l2(marker.data.problem, marker.data.edits)
+
+    @classmethod
+    def run(cls, payload, options, controls):
+        """The L2 solution (children x active cells)."""
+        return solve_tree_l2(payload.problem, payload.weights, payload.edits)
+
+    def to_solution(self, marker, result, options):
+        objective = tree_objective(marker.data.problem, result, marker.data.weights)
+        return converged(objective, {"H": result}, bound=objective)

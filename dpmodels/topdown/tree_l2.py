@@ -16,7 +16,7 @@ import numpy as np
 
 from dpmodels.core.errors import ModelStructureError
 
-__all__ = ["simplex_projection", "solve_tree_l2", "tree_objective"]
+__all__ = ["simplex_projection", "check_tree_l2", "solve_tree_l2", "tree_objective"]
 
 
 def simplex_projection(means: np.ndarray, weights: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -50,8 +50,8 @@ def _combined_identity(child, weights: str) -> tuple[np.ndarray, float]:
     return mean, float(sum(w))
 
 
-def solve_tree_l2(problem, weights: str = "inverse_variance", edits: bool = True) -> np.ndarray:
-    """The L2 solution of a structurally simple :class:`NodeProblem` (children x active cells)."""
+def check_tree_l2(problem, edits: bool = True) -> None:
+    """Refuse (``ModelStructureError``) a problem the closed form does not solve exactly."""
     for child in problem.children:
         if not child.queries or not all(q.identity for q in child.queries):
             raise ModelStructureError("topdown_tree_l2 needs identity (detailed) measurements only for every child")
@@ -63,6 +63,11 @@ def solve_tree_l2(problem, weights: str = "inverse_variance", edits: bool = True
             raise ModelStructureError("topdown_tree_l2 does not handle invariant child totals; use clarabel")
     if problem.edits and edits:
         raise ModelStructureError("topdown_tree_l2 does not handle edit constraints; use clarabel")
+
+
+def solve_tree_l2(problem, weights: str = "inverse_variance", edits: bool = True) -> np.ndarray:
+    """The L2 solution of a structurally simple :class:`NodeProblem` (children x active cells)."""
+    check_tree_l2(problem, edits)
     combined = [_combined_identity(c, weights) for c in problem.children]
     means = np.vstack([m for m, _ in combined])
     w = np.array([w for _, w in combined])

@@ -9,12 +9,17 @@ from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
 
 import dpmodels
-from dpmodels.core.errors import ModelStructureError
+from dpmodels.core.errors import InfeasibleDomainError, ModelStructureError
+from dpmodels.core.marker import get_marker
 from dpmodels.topdown.data import Edit, FlowData
 from dpmodels.topdown.flow import SCALE, solve_flow_rounding
 from dpmodels.topdown.models import (
     ChildSpec,
+    FailsafeL1Payload,
+    FailsafeL2Payload,
+    L2Payload,
     NodeProblem,
+    RoundingPayload,
     WeightedQuery,
     build_failsafe_l1,
     build_failsafe_l2,
@@ -29,8 +34,7 @@ from dpmodels.topdown.tum import tum_certificate
 
 
 def l1_distance(model) -> float:
-    data = model._dpmodels_structure.data
-    return float(np.abs(histogram_values(model) - data["hstar"]).sum())
+    return float(np.abs(histogram_values(model) - get_marker(model).data.hstar).sum())
 
 
 def t7_problem():
@@ -59,8 +63,8 @@ def test_t7_flow_constraints_bind(backend, objective):
     dpmodels.solve(m, backend)
     np.testing.assert_array_equal(histogram_values(m), [[3, 1, 2, 1, 2]])
     assert l1_distance(m) == pytest.approx(2.32)
-    if backend == "highs":
-        assert {k: round(pyo.value(v)) for k, v in m.F.items()} == {(0, 0, 0): 4, (0, 1, 0): 0, (0, 1, 1): 5}
+    assert {k: round(pyo.value(v)) for k, v in m.F.items()} == {(0, 0, 0): 4, (0, 1, 0): 0, (0, 1, 1): 5}
+    assert [pyo.value(m.GQ[0, g]) for g in (0, 1)] == [4, 5] and [pyo.value(m.CB[0, c]) for c in (0, 1)] == [4, 5]
 
 
 def test_t7_unconstrained_rounding_is_not_extendable():
@@ -110,8 +114,11 @@ def test_t9_literal_box_is_fractional_corrected_box_is_integral(seed):
 
 
 # ---------------------------------------------------------------- random instances
-def _random_problem(rng, child: bool, with_flows: bool, n_types=2, other=2, zeros=None):
-    """Children with measured detailed histograms and GQ networks built from true leaf data."""
+def _random_problem(rng, child: bool, with_flows: bool, n_types=2, other=2, zeros=None, fixed=True):
+    """Children with measured detailed histograms and GQ networks built from true leaf data.
+
+    ``fixed=False``: the networks have lower bounds only (no invariant combination populations)
+    and every child of a child solve has its invariant total instead."""
     n_cells = n_types * other
     cell_type = np.repeat(np.arange(n_types), other)
     m = int(rng.integers(2, 4)) if child else 1
@@ -135,7 +142,7 @@ def _random_problem(rng, child: bool, with_flows: bool, n_types=2, other=2, zero
             lowers.append(low)
             pops.append(leaf.sum())
             truth[t] += leaf
-        flows = FlowData.from_units(np.array(combos), np.array(lowers), pops) if with_flows else None
+        flows = FlowData.from_units(np.array(combos), np.array(lowers), pops if fixed else None) if with_flows else None
         noisy = truth[t] + rng.normal(0, 1.5, n_cells)
         specs.append([flows, noisy])
     parent = truth.sum(axis=0)
@@ -145,7 +152,7 @@ def _random_problem(rng, child: bool, with_flows: bool, n_types=2, other=2, zero
         ChildSpec(
             t,
             [WeightedQuery("detailed", identity, noisy[cells], 1.0, True)],
-            None if with_flows or child else int(truth[t].sum()),
+            int(truth[t].sum()) if (not fixed and child) or not (with_flows or child) else None,
             flows,
         )
         for t, (flows, noisy) in enumerate(specs)
@@ -339,3 +346,183 @@ def test_structural_zeros_keep_the_certificate(seed):
     lp_res = dpmodels.solve(lp, "highs", options={"solver": "simplex"})
     mip_res = dpmodels.solve(build_l1(problem, hstar), "highs")
     assert lp_res.incumbent_objective == pytest.approx(mip_res.incumbent_objective, abs=1e-7)
+
+
+# ---------------------------------------------------------------- constant rows (issue: SCIP and trivial constraints)
+def test_scip_solves_the_l1_example_and_agrees_with_highs_and_the_flow_rounder():
+    """Cell 2 of the example has no rounding variable: its parent-sum row used to be a trivial
+    constraint (``Constraint.Feasible``), which SCIP's interface refused (TrivialRelationalExpression)."""
+    from dpmodels import instances
+
+    model = instances.example("topdown.l1")
+    assert all(x != 2 for _, x in model.y) and 2 not in model.parent_sum  # the row is checked and omitted
+    objectives = {}
+    for solver in ("scip_direct", "highs", "topdown_flow"):
+        m = model.clone()
+        res = dpmodels.solve(m, solver)
+        assert res.solution_status.name == "optimal", solver
+        objectives[solver] = res.incumbent_objective
+        np.testing.assert_array_equal(histogram_values(m), [[1, 0, 1, 1], [2, 2, 1, 0]])
+    assert objectives["scip_direct"] == pytest.approx(-0.6, abs=1e-9)
+    assert objectives["highs"] == pytest.approx(objectives["scip_direct"], abs=1e-9)
+    assert objectives["topdown_flow"] == pytest.approx(objectives["scip_direct"], abs=1e-9)
+
+
+FORMULATIONS = [f.name for f in dpmodels.core.formulations.formulations("topdown")]
+
+
+@pytest.mark.parametrize("formulation", FORMULATIONS)
+def test_no_example_model_has_a_constraint_without_variables(formulation):
+    from dpmodels import instances
+
+    model = instances.example(formulation)
+    for con in model.component_data_objects(pyo.Constraint, active=True):
+        assert con.body.polynomial_degree() != 0, f"{formulation}: {con.name} has no variable"
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10**6))
+def test_rounding_models_of_integral_cells_solve_with_scip(seed):
+    """Child solves where some cells' floors already meet the parent: no constant row is built,
+    and SCIP, HiGHS and the flow rounder agree."""
+    rng = np.random.default_rng(seed)
+    problem = _random_problem(rng, child=True, with_flows=bool(rng.integers(2)))
+    hstar = rng.uniform(0, 3, (problem.m, problem.n))
+    hstar *= (problem.parent / np.maximum(hstar.sum(axis=0), 1e-9))[None]
+    fixed_cells = rng.random(problem.n) < 0.5
+    fixed_cells[rng.integers(problem.n)] = (
+        False  # some rounding is left (HiGHS says "unknown" on a model without variables)
+    )
+    hstar[:, fixed_cells] = 0.0
+    hstar[0, fixed_cells] = problem.parent[fixed_cells]  # integral columns summing to the parent
+    try:
+        model = build_l1(problem, hstar)
+    except InfeasibleDomainError as err:  # a constant row the floors violate: named, never built
+        assert "[" in err.field
+        return
+    for con in model.component_data_objects(pyo.Constraint, active=True):
+        assert con.body.polynomial_degree() != 0, con.name
+    results = {s: dpmodels.solve(model.clone(), s) for s in ("scip_direct", "highs")}
+    statuses = {s: r.termination_condition for s, r in results.items()}
+    assert statuses["scip_direct"] == statuses["highs"]
+    if statuses["highs"].name == "convergenceCriteriaSatisfied":
+        assert results["scip_direct"].incumbent_objective == pytest.approx(
+            results["highs"].incumbent_objective, abs=1e-6
+        )
+        _, flow_obj = solve_flow_rounding(problem, hstar)
+        assert flow_obj == pytest.approx(results["highs"].incumbent_objective, abs=problem.m * problem.n / SCALE + 1e-9)
+
+
+def test_a_violated_constant_row_is_refused_by_name():
+    """Floors that already meet every parent leave no variable; a child total they miss is a
+    proof of infeasibility, reported with the row's name (it used to be a trivial constraint)."""
+    hstar = np.array([[1.0, 0.0], [1.0, 1.0]])
+    ok = NodeProblem(np.arange(2), [ChildSpec(0, [], total=1), ChildSpec(1, [])], parent=np.array([2, 1]))
+    assert len(build_l1(ok, hstar).child_total) == 0  # satisfied by the constants: omitted
+    bad = NodeProblem(np.arange(2), [ChildSpec(0, [], total=2), ChildSpec(1, [])], parent=np.array([2, 1]))
+    with pytest.raises(InfeasibleDomainError, match=r"child_total\[0\]"):
+        build_l1(bad, hstar)
+    edit = Edit("four per adult", np.array([1.0, -4.0]))
+    with pytest.raises(InfeasibleDomainError, match=r"edit\[1,0\].*four per adult"):
+        build_l1(
+            NodeProblem(np.arange(2), [ChildSpec(0, []), ChildSpec(1, [])], parent=np.array([2, 1]), edits=(edit,)),
+            hstar,
+        )
+
+
+def test_an_edit_on_inactive_cells_is_no_row_of_the_l2_model():
+    q = WeightedQuery("detailed", sp.identity(2, format="csr"), np.array([1.0, 2.0]), 1.0, True)
+    edit = Edit("inactive only", np.array([0.0, 0.0, 1.0]))
+    problem = NodeProblem(
+        np.array([0, 1]), [ChildSpec(0, [q]), ChildSpec(1, [q])], parent=np.array([2, 3]), edits=(edit,)
+    )
+    model = build_l2(problem)
+    assert len(model.edit) == 0
+    assert dpmodels.solve(model, "scip_direct").termination_condition.name == "convergenceCriteriaSatisfied"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**6))
+def test_flow_rounder_honours_child_totals_with_lower_bound_only_networks(seed):
+    """A child with a group-quarters network without invariant populations and an invariant
+    total: the rounding network must route exactly that total (it used to drain into the free
+    sink and ignore it, returning a rounding that broke the child total)."""
+    rng = np.random.default_rng(seed)
+    problem = _random_problem(rng, child=True, with_flows=True, fixed=False)
+    assert all(c.total is not None and not c.flows.fixed for c in problem.children)
+    l2 = build_l2(problem)
+    dpmodels.solve(l2, "clarabel")
+    hstar = histogram_values(l2)
+    mip = build_l1(problem, hstar)
+    mip_res = dpmodels.solve(mip, "highs")
+    try:
+        values, flow_obj = solve_flow_rounding(problem, hstar)
+    except InfeasibleDomainError:
+        assert mip_res.termination_condition.name != "convergenceCriteriaSatisfied"
+        return
+    assert flow_obj == pytest.approx(mip_res.incumbent_objective, abs=problem.m * problem.n / SCALE + 1e-9)
+    np.testing.assert_array_equal(values.sum(axis=1), [c.total for c in problem.children])
+    np.testing.assert_array_equal(values.sum(axis=0), problem.parent)
+
+
+def test_payloads_are_typed():
+    from dpmodels import instances
+
+    expected = {
+        "topdown.l2": L2Payload,
+        "topdown.l1": RoundingPayload,
+        "topdown.failsafe_l2.phase1": FailsafeL2Payload,
+        "topdown.failsafe_l2.phase2": FailsafeL2Payload,
+        "topdown.failsafe_l1.phase1": FailsafeL1Payload,
+        "topdown.failsafe_l1.phase2": FailsafeL1Payload,
+    }
+    assert set(expected) == set(FORMULATIONS)
+    for name, payload in expected.items():
+        marker = get_marker(instances.example(name))
+        assert isinstance(marker.data, payload) and marker.formulation == name
+    l1 = get_marker(instances.example("topdown.l1")).data
+    assert l1.l1_constant == pytest.approx(l1.fraction.sum()) and l1.objective == "l1"
+    assert get_marker(instances.example("topdown.failsafe_l1.phase2")).data.d_star == 2.0
+
+
+def _assert_loaded_point_is_feasible(model) -> None:
+    for con in model.component_data_objects(pyo.Constraint, active=True):
+        body = pyo.value(con.body)
+        assert not con.has_lb() or body >= pyo.value(con.lower) - 1e-6, con.name
+        assert not con.has_ub() or body <= pyo.value(con.upper) + 1e-6, con.name
+    for var in model.component_data_objects(pyo.Var):
+        assert var.value is not None, f"{var.name} was not loaded"
+        assert not var.has_lb() or var.value >= var.lb - 1e-9, var.name
+        assert not var.has_ub() or var.value <= var.ub + 1e-9, var.name
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10**6), st.booleans(), st.booleans())
+def test_flow_rounder_loads_every_variable_of_the_model(seed, child, fixed):
+    """topdown_flow loads y and the group-quarters variables GQ, F, CB (the network's own flows):
+    the loaded point satisfies every row of the model and its objective is the model's."""
+    rng = np.random.default_rng(seed)
+    problem = _random_problem(rng, child, with_flows=True, fixed=fixed)
+    l2 = build_l2(problem)
+    dpmodels.solve(l2, "clarabel")
+    model = build_l1(problem, histogram_values(l2))
+    res = dpmodels.solve(model, "topdown_flow")
+    if res.termination_condition.name == "provenInfeasible":  # no flow: the MILP has no solution either
+        assert dpmodels.solve(model, "highs").termination_condition.name != "convergenceCriteriaSatisfied"
+        return
+    assert res.termination_condition.name == "convergenceCriteriaSatisfied"
+    _assert_loaded_point_is_feasible(model)
+    assert pyo.value(model.objective) == pytest.approx(res.incumbent_objective, abs=1e-9)
+
+
+def test_flow_rounder_proves_an_infeasible_rounding():
+    """T7's network with floors of type A (5) above the only combination admitting A (N = 4):
+    no rounding exists; the network proves it (provenInfeasible, no solution), as HiGHS does."""
+    hstar = np.array([[3.2, 2.1, 1.0, 1.0, 1.7]])
+    res = dpmodels.solve(build_l1(t7_problem(), hstar), "topdown_flow")
+    assert res.termination_condition.name == "provenInfeasible" and res.solution_status.name == "noSolution"
+    assert "no feasible flow" in res.extra_info.reason
+    assert dpmodels.solve(build_l1(t7_problem(), hstar), "highs").termination_condition.name in (
+        "provenInfeasible",
+        "infeasibleOrUnbounded",
+    )
