@@ -19,6 +19,7 @@ import pandas as pd
 from dpmodels.instances.userfiles import read_user_csv
 
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.formulations import register_example
 from dpmodels.core.noise import make_rng
 from dpmodels.facility.data import HST, HSTInstance, UFLInstance, check_lambda
 
@@ -355,3 +356,28 @@ def _numeric_column(frame: pd.DataFrame, column: str, path) -> np.ndarray:
             str(path), f"column {column!r} needs finite numbers; data row {bad[0] + 1} has {text.iloc[bad[0]]!r}"
         )
     return values
+
+
+# ---------------------------------------------------------------------- one tiny model per formulation
+@register_example("facility.ufl")
+def _example_ufl():
+    """Example D's star metric (9 locations, f = 1, opt = 4.5): a general-metric UFL MIP."""
+    from dpmodels.facility.models import build_ufl_mip
+
+    return build_ufl_mip(example_d())
+
+
+@register_example("facility.tree")
+def _example_tree():
+    """Example A (8-leaf binary 1.5-HST, f = 3) with facilities at the leaves (opt = 9)."""
+    from dpmodels.facility.models import build_tree_model
+
+    return build_tree_model(example_a())
+
+
+@register_example("facility.lb9")
+def _example_lb9():
+    """Claim 9's antichain LP of example A."""
+    from dpmodels.facility.models import build_lb9_lp
+
+    return build_lb9_lp(example_a())

@@ -11,15 +11,20 @@
   ``sum_{u in anc(v) ∪ {v}} z_u <= 1``, ``0 <= z <= 1`` (an interval matrix: its optimum is the
   best antichain, LB9).
 
+Formulations (registered with their marker payloads): ``facility.ufl`` and ``facility.tree``
+(MILPs, LPs with ``relax=True``; :class:`UFLPayload`), ``facility.lb9`` (LP, :class:`AntichainPayload`).
 Reference optima: :func:`solve_reference` solves with ``mip_rel_gap = 0`` and checks optimality.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyomo.environ as pyo
 
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker
 
 from .data import HSTInstance, UFLInstance
@@ -32,10 +37,37 @@ __all__ = [
     "solve_reference",
     "open_sites",
     "ufl_arrays",
-    "FORMULATIONS",
+    "UFLPayload",
+    "AntichainPayload",
 ]
 
-FORMULATIONS = ("facility.ufl", "facility.tree", "facility.lb9")
+
+@dataclass(frozen=True, eq=False)
+class UFLPayload:
+    """Payload of ``facility.ufl`` and ``facility.tree``: the instance and the model's arrays.
+
+    ``I`` site labels (locations, or HST node ids with ``sites="all_nodes"``), ``J`` client
+    locations (``N > 0``), ``f`` site costs, ``N`` client counts of ``J``, ``c`` the
+    ``|I| x |J|`` distances; ``sites`` is ``"leaves"``, ``"all_nodes"`` (HST instances) or
+    ``"locations"`` (general metrics); ``forced_open`` the sites fixed open (sorted).
+    """
+
+    instance: UFLInstance | HSTInstance
+    I: np.ndarray  # noqa: E741  (the spec's name)
+    J: np.ndarray
+    f: np.ndarray
+    N: np.ndarray
+    c: np.ndarray
+    sites: str
+    forced_open: tuple = ()
+
+
+@dataclass(frozen=True, eq=False)
+class AntichainPayload:
+    """Payload of ``facility.lb9``: the HST instance and the node weights ``B_u = min(f, N_u λ^ℓ(u))``."""
+
+    instance: HSTInstance
+    B: np.ndarray
 
 
 def ufl_arrays(instance, sites: str = "leaves") -> dict:
@@ -86,6 +118,13 @@ def _ufl_algebra(m: pyo.ConcreteModel, arr: dict, relax: bool, forced_open) -> d
     return {"y": I, "x": [(i, j) for i in I for j in J]}
 
 
+@register_formulation(
+    "facility.ufl",
+    payload=UFLPayload,
+    integer=True,
+    objective="linear",
+    doc="strong UFL MIP on a general metric or an HST (relax=True: its LP relaxation)",
+)
 def build_ufl_mip(
     instance, *, relax: bool = False, sites: str = "leaves", forced_open=None, fingerprint: bool = True
 ) -> pyo.ConcreteModel:
@@ -97,12 +136,19 @@ def build_ufl_mip(
     arr = ufl_arrays(instance, sites)
     m = pyo.ConcreteModel(name="UFL LP relaxation" if relax else "UFL MIP")
     layout = _ufl_algebra(m, arr, relax, forced_open)
-    options = {"relax": relax, "sites": sites if isinstance(instance, HSTInstance) else "locations"}
-    options["forced_open"] = sorted(forced_open or ())
-    attach_marker(m, "facility.ufl", {"instance": instance, **arr}, options, layout, fingerprint=fingerprint)
+    mode = sites if isinstance(instance, HSTInstance) else "locations"
+    payload = UFLPayload(instance, **arr, sites=mode, forced_open=tuple(sorted(forced_open or ())))
+    attach_marker(m, "facility.ufl", payload, {"relax": relax}, layout, fingerprint=fingerprint)
     return m
 
 
+@register_formulation(
+    "facility.tree",
+    payload=UFLPayload,
+    integer=True,
+    objective="linear",
+    doc="UFL MIP on an HST metric, sites at the leaves or at all nodes (relax=True: its LP)",
+)
 def build_tree_model(instance: HSTInstance, *, sites: str = "leaves", relax: bool = False) -> pyo.ConcreteModel:
     """UFL on the HST metric ``d_T`` (formulation ``facility.tree``), solved exactly by MIP solvers and
     ``facility_tree_dp`` (leaves), or privately by ``facility_mechanism`` (both site modes)."""
@@ -111,10 +157,17 @@ def build_tree_model(instance: HSTInstance, *, sites: str = "leaves", relax: boo
     arr = ufl_arrays(instance, sites)
     m = pyo.ConcreteModel(name=f"UFL on an HST ({sites})")
     layout = _ufl_algebra(m, arr, relax, None)
-    attach_marker(m, "facility.tree", {"instance": instance, **arr}, {"relax": relax, "sites": sites}, layout)
+    attach_marker(m, "facility.tree", UFLPayload(instance, **arr, sites=sites), {"relax": relax}, layout)
     return m
 
 
+@register_formulation(
+    "facility.lb9",
+    payload=AntichainPayload,
+    integer=False,
+    objective="linear",
+    doc="Claim 9's antichain LP: its optimum is the lower bound LB9",
+)
 def build_lb9_lp(instance: HSTInstance) -> pyo.ConcreteModel:
     """Claim 9's antichain LP (spec 5.4): its optimum is LB9 <= opt (facilities anywhere in V_T)."""
     tree = instance.tree
@@ -128,7 +181,7 @@ def build_lb9_lp(instance: HSTInstance) -> pyo.ConcreteModel:
     anc = tree.ancestors  # (L+1) x n: every leaf's ancestors-or-self
     m.path = pyo.Constraint(m.V, rule=lambda m, v: pyo.quicksum(m.z[int(u)] for u in anc[:, v]) <= 1)
     m.obj = pyo.Objective(expr=pyo.quicksum(float(B[u]) * m.z[u] for u in m.U if B[u] > 0), sense=pyo.maximize)
-    attach_marker(m, "facility.lb9", {"instance": instance, "B": B}, {"relax": True}, {"z": nodes})
+    attach_marker(m, "facility.lb9", AntichainPayload(instance, B), {"relax": True}, {"z": nodes})
     return m
 
 
@@ -136,10 +189,10 @@ def solve_reference(model, solver: str = "highs", time_limit: float | None = Non
     """Optimum of a facility model with a zero MIP gap; raises unless the solver proved optimality."""
     from pyomo.contrib.solver.common.results import TerminationCondition
 
-    import dpmodels
+    from dpmodels.core.facade import solve
 
     options = {"mip_rel_gap": 0.0} if solver == "highs" else {"limits/gap": 0.0} if solver.startswith("scip") else {}
-    res = dpmodels.solve(model, solver, time_limit=time_limit, options=options)
+    res = solve(model, solver, time_limit=time_limit, options=options)
     if res.termination_condition != TerminationCondition.convergenceCriteriaSatisfied:
         raise RuntimeError(f"{solver} stopped with {res.termination_condition.name} on {model.name}")
     return float(res.incumbent_objective)

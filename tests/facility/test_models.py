@@ -129,3 +129,64 @@ def test_tree_dp_equals_mip_on_larger_trees(seed):
     inst = instances.generate("facility/random-hst", seed=seed, depth=5, max_branch=4, f=9.0, max_count=5)
     assert inst.n >= 60
     assert tree_dp(inst).objective == pytest.approx(solve_reference(build_tree_model(inst)), rel=1e-6)
+
+
+# ------------------------------------------------------------------ registry, payloads, examples
+FORMULATIONS = [f.name for f in dpmodels.core.formulations.formulations("facility")]
+
+
+def test_formulations_are_registered_with_typed_payloads():
+    from dpmodels.core.marker import get_marker
+    from dpmodels.facility.models import AntichainPayload, UFLPayload
+
+    expected = {"facility.ufl": UFLPayload, "facility.tree": UFLPayload, "facility.lb9": AntichainPayload}
+    assert set(FORMULATIONS) == set(expected)
+    for name, payload in expected.items():
+        marker = get_marker(instances.example(name))
+        assert marker.formulation == name and isinstance(marker.data, payload)
+    ufl = get_marker(build_ufl_mip(instances.load("facility/example-a"), forced_open=[5, 0])).data
+    assert ufl.sites == "leaves" and ufl.forced_open == (0, 5) and ufl.c.shape == (ufl.I.size, ufl.J.size)
+    assert get_marker(instances.example("facility.ufl")).data.sites == "locations"
+
+
+@pytest.mark.parametrize("formulation", FORMULATIONS)
+def test_no_example_model_has_a_constraint_without_variables(formulation):
+    model = instances.example(formulation)
+    for con in model.component_data_objects(pyo.Constraint, active=True):
+        assert con.body.polynomial_degree() != 0, f"{formulation}: {con.name} has no variable"
+    assert len(list(model.component_data_objects(pyo.Constraint, active=True))) > 0
+
+
+def test_examples_solve_with_highs_scip_and_the_plugins():
+    expected = {"facility.ufl": 4.5, "facility.tree": 9.0, "facility.lb9": 6.75}
+    for name, value in expected.items():
+        for solver in ("highs", "scip"):
+            assert solve_reference(instances.example(name), solver) == pytest.approx(value)
+    assert dpmodels.solve(instances.example("facility.tree"), "facility_tree_dp").incumbent_objective == 9.0
+    res = dpmodels.solve(instances.example("facility.ufl"), "facility_mechanism", epsilon=1.0, seed=0)
+    assert res.solution_status.name == "feasible" and res.incumbent_objective >= 4.5 - 1e-9
+
+
+def test_mechanism_options_are_declared_and_checked():
+    from pyomo.contrib.solver.common.factory import SolverFactory
+
+    from dpmodels.core.errors import SolverOptionError
+
+    cls = SolverFactory._cls["facility_mechanism"]
+    assert cls.exact is False
+    assert set(cls.option_defaults()) == {"epsilon", "seed", "algorithm", "lam", "radius_mode"}
+    model = instances.example("facility.tree")
+    with pytest.raises(PrivacyParameterError, match="epsilon"):
+        dpmodels.solve(model, "facility_mechanism", epsilon=-1.0)
+    with pytest.raises(ValueError, match="algorithm"):  # refused by the option's domain, before any draw
+        dpmodels.solve(model, "facility_mechanism", epsilon=1.0, algorithm="bogus")
+    with pytest.raises(SolverOptionError, match="algorithm"):
+        cls.solve_data(dpmodels.core.get_marker(model).data, epsilon=1.0, algorithm="bogus")
+    with pytest.raises(SolverOptionError, match="time_limit"):
+        dpmodels.solve(model, "facility_mechanism", epsilon=1.0, time_limit=5)
+    payload = dpmodels.core.get_marker(model).data
+    run = cls.solve_data(payload, epsilon=1.0, seed=0)
+    res = dpmodels.solve(model, "facility_mechanism", epsilon=1.0, seed=0)
+    assert res.extra_info.R == run.R.tolist()
+    with pytest.raises(PrivacyParameterError, match="epsilon"):
+        cls.solve_data(payload)
