@@ -173,7 +173,12 @@ class StructureSolver(SolverBase):
         """Solve a dpmodels-built ``model`` with this plugin's algorithm."""
         start = datetime.datetime.now(datetime.UTC)
         tick = time.perf_counter()
-        config = self.config(value=self._lift_options(kwds), preserve_implicit=True)
+        try:
+            config = self.config(value=self._lift_options(kwds), preserve_implicit=True)
+        except ValueError as err:
+            if isinstance(err, SolverOptionError):
+                raise
+            raise SolverOptionError(self.name, str(err)) from None
         options = self._declared_values(config)
         controls = self._controls(config.time_limit, config.tee)
         marker = self._checked(model)

@@ -127,6 +127,7 @@ def build_results(solver, model, marker, solution: StructureSolution, config) ->
         if not solution.has_solution:
             raise NoFeasibleSolutionError()
         results.solution_loader.load_vars()
+        results.solution_loader.load_import_suffixes()
     return results
 
 

@@ -70,6 +70,7 @@ def solve(
     results = opt.solve(model, **kwargs)
     if load_solutions and results.solution_loader.get_number_of_solutions() > 0:
         results.solution_loader.load_vars()
+        results.solution_loader.load_import_suffixes()  # duals into a model's dual suffix, as Pyomo does
     return results
 
 

@@ -103,7 +103,7 @@ def martin_values(M: GraphicMatroid, forest) -> np.ndarray:
 @register_formulation(
     "submodular.matroid_lp",
     payload=MatroidLPPayload,
-    integer=False,
+    integer=True,  # the 0/1 program; built relaxed by default (relax=True), then an LP
     objective="linear",
     doc="max <w, y> over the matroid or base polytope (relax=False: the 0/1 program)",
 )

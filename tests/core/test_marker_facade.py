@@ -1,5 +1,7 @@
 """Structure marker fingerprints, the relaxation helper, and the solve/compare façade."""
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyomo.environ as pyo
 import pytest
@@ -7,6 +9,7 @@ from pyomo.contrib.solver.common.results import TerminationCondition
 
 import dpmodels
 from dpmodels.core.errors import SolverUnavailableError
+from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker, get_marker, model_fingerprint
 from dpmodels.core.metrics import (
     consistency_violations,
@@ -55,15 +58,36 @@ def test_fingerprint_detects_edits(edit):
     assert model_fingerprint(m) != before
 
 
-def test_marker_survives_clone_and_relaxation():
+@dataclass(frozen=True)
+class DemoPayload:
+    data: np.ndarray
+
+
+@pytest.fixture
+def demo_formulation(monkeypatch):
+    """A throw-away formulation, registered for one test only (the registry stays the package's)."""
+    from dpmodels.core import formulations
+
+    monkeypatch.setattr(formulations, "_REGISTRY", dict(formulations._REGISTRY))
+    register_formulation("demo.small", payload=DemoPayload, integer=True, objective="linear")(lambda: None)
+
+
+def test_marker_survives_clone_and_relaxation(demo_formulation):
     m = small_model()
-    attach_marker(m, "demo", {"data": np.arange(3)}, {"relax": False}, {"x": [1, 2, 3]})
+    attach_marker(m, "demo.small", DemoPayload(np.arange(3)), {"relax": False}, {"x": [1, 2, 3]})
     c = m.clone()
-    assert get_marker(c).formulation == "demo" and get_marker(c).fingerprint == get_marker(m).fingerprint
+    assert get_marker(c).formulation == "demo.small" and get_marker(c).fingerprint == get_marker(m).fingerprint
     r = relax_integer_vars(m)
     assert get_marker(r).options["relax"] is True
     assert get_marker(r).fingerprint == model_fingerprint(r) != get_marker(m).fingerprint
     assert all(v.is_continuous() for v in r.x.values()) and all(v.is_integer() for v in m.x.values())
+
+
+def test_a_payload_of_the_wrong_type_or_an_unknown_formulation_is_refused(demo_formulation):
+    with pytest.raises(TypeError, match="carries a DemoPayload, got dict"):
+        attach_marker(small_model(), "demo.small", {"data": np.arange(3)})
+    with pytest.raises(KeyError, match="no formulation 'demo.unknown'"):
+        attach_marker(small_model(), "demo.unknown", DemoPayload(np.arange(3)))
 
 
 def test_solve_facade_aliases_and_errors(running_example, f1_noisy):
