@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpmodels.core import bench as noise_bench
-from dpmodels.core.commands import check_outputs
+from dpmodels.core.bench import COMMAND as NOISE_BENCH
+from dpmodels.core.commands import Command, HelpFormatter, check_outputs
 from dpmodels.core.errors import DPModelsError
 from dpmodels.core.settings import parse_settings
 from dpmodels.facility import bench as facility_bench
@@ -114,8 +114,8 @@ def _parser() -> argparse.ArgumentParser:
     bmdp.set_defaults(run=_run_bench_mdp)
     submodular_bench.add_parser(bench_sub)
     facility_bench.add_parser(bench_sub)
-    noise_bench.add_parser(bench_sub)
 
+    _add_command(bench_sub, "noise", NOISE_BENCH)
     topdown_release.add_parser(rel_sub)
     facility_release.add_parser(rel_sub)
     return parser
@@ -128,11 +128,16 @@ FAMILIES = (PGSR,)
 def _add_family(family, cmp_sub, bench_sub, rel_sub) -> None:
     """``compare``, ``bench`` (and ``release``) subcommands of one family, from its declaration."""
     for sub, command in ((cmp_sub, family.compare), (bench_sub, family.bench), (rel_sub, family.release)):
-        if command is None:
-            continue
-        parser = sub.add_parser(family.name, help=command.help, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-        command.add_arguments(parser)
-        parser.set_defaults(run=command.run)
+        if command is not None:
+            _add_command(sub, family.name, command, family.aliases)
+
+
+def _add_command(sub, name: str, command: Command, aliases=()) -> None:
+    parser = sub.add_parser(
+        name, help=command.help, description=command.help, aliases=list(aliases), formatter_class=HelpFormatter
+    )
+    command.add_arguments(parser)
+    parser.set_defaults(run=command.run)
 
 
 def _run_formulations(args) -> int:

@@ -22,10 +22,11 @@ import numpy as np
 import pandas as pd
 import randomgen
 
+from .commands import Command, add_outputs, positive_float, positive_int
 from .randomness import secure_generator
 from .samplers import discrete_gaussian, discrete_laplace
 
-__all__ = ["CENSUS_CELLS", "bench_noise", "run_bench", "add_parser"]
+__all__ = ["CENSUS_CELLS", "COMMAND", "bench_noise", "run_bench"]
 
 CENSUS_CELLS = (1 + 52 + 3144) * 1000
 
@@ -115,30 +116,23 @@ def run_bench(cells: int, scale: float, repeats: int, opendp_cells: int | None, 
     return frame
 
 
-def add_parser(bench_sub) -> None:
-    """Register ``dpmodels bench noise``."""
-    import argparse
-
-    p = bench_sub.add_parser(
-        "noise",
-        help="exact vs floating-point noise samplers on the census shape (3.2 million values)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+# ---------------------------------------------------------------------- command line
+def _arguments(p) -> None:
+    p.add_argument("--cells", type=positive_int, default=CENSUS_CELLS, help="values per draw")
+    p.add_argument(
+        "--scale", type=positive_float, default=6.0, help="discrete Laplace scale (2L/eps at L = 3, eps = 1)"
     )
-    p.add_argument("--cells", type=int, default=CENSUS_CELLS, help="values per draw")
-    p.add_argument("--scale", type=float, default=6.0, help="discrete Laplace scale (2L/eps at L = 3, eps = 1)")
-    p.add_argument("--repeats", type=int, default=3, help="runs per sampler")
-    p.add_argument("--opendp-cells", type=int, default=320_000, help="OpenDP timed on this many values, scaled")
-    p.add_argument("--json", help="write the table to this JSON file")
-    p.set_defaults(run=_run)
+    p.add_argument("--repeats", type=positive_int, default=3, help="runs per sampler")
+    p.add_argument(
+        "--opendp-cells", type=positive_int, default=320_000, help="OpenDP timed on this many values, scaled"
+    )
+    add_outputs(p, json="the table")
 
 
 def _run(args) -> int:
-    from dpmodels.core.errors import DataValidationError
-
-    for name in ("cells", "repeats", "opendp_cells"):
-        if getattr(args, name) < 1:
-            raise DataValidationError(f"--{name.replace('_', '-')}", f"must be >= 1, got {getattr(args, name)}")
-    if not args.scale > 0 or not math.isfinite(args.scale):
-        raise DataValidationError("--scale", f"must be finite and > 0, got {args.scale}")
     run_bench(args.cells, args.scale, args.repeats, args.opendp_cells, args.json)
     return 0
+
+
+#: ``dpmodels bench noise`` (registered by the command line beside the families' benches).
+COMMAND = Command("exact vs floating-point noise samplers on the census shape (3.2 million values)", _arguments, _run)

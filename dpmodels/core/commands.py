@@ -23,6 +23,7 @@ from .errors import DataValidationError
 __all__ = [
     "Command",
     "Family",
+    "HelpFormatter",
     "OUTPUT_SUFFIXES",
     "positive_int",
     "nonnegative_int",
@@ -56,6 +57,18 @@ class Family:
     bench: Command
     release: Command | None = None
     aliases: tuple[str, ...] = field(default_factory=tuple)
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default when it has one to show: not for flags, empty lists, ``None``,
+    or a help that already says its default."""
+
+    def _get_help_string(self, action):
+        text, default = action.help or "", action.default
+        empty = default is None or default is False or (isinstance(default, list | tuple) and not default)
+        if empty or default is argparse.SUPPRESS or "default" in text:
+            return text
+        return super()._get_help_string(action)
 
 
 # ---------------------------------------------------------------------- typed arguments
