@@ -27,7 +27,7 @@ from dpmodels.facility import release as facility_release
 from dpmodels.pgsr.commands import FAMILY as PGSR
 from dpmodels.submodular import bench as submodular_bench
 from dpmodels.submodular import compare as submodular_compare
-from dpmodels.topdown import release as topdown_release
+from dpmodels.topdown.commands import FAMILY as TOPDOWN
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,28 +76,10 @@ def _parser() -> argparse.ArgumentParser:
     rel_sub = rel.add_subparsers(dest="family", required=True)
     for family in FAMILIES:
         _add_family(family, cmp_sub, bench_sub, rel_sub)
-    _add_compare_topdown(cmp_sub)
     _add_compare_mdp(cmp_sub)
     submodular_compare.add_parser(cmp_sub)
     facility_compare.add_parser(cmp_sub)
 
-    btd = bench_sub.add_parser(
-        "topdown",
-        help="flow rounder vs HiGHS, tree L2 vs QP solvers, and a whole synthetic state end to end",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    btd.add_argument(
-        "--sizes",
-        nargs="+",
-        default=["4x64", "16x512", "32x1024", "64x2016"],
-        help="children x cells of the rounding and L2 sweeps",
-    )
-    btd.add_argument("--preset", default="state", help="synthetic geography of the end-to-end run (or 'none')")
-    btd.add_argument("--races", type=int, default=63, help="race categories (63 = the full 2016-cell PL94 schema)")
-    btd.add_argument("--time-limit", type=float, default=120.0, help="seconds per highs/clarabel solve")
-    btd.add_argument("--quick", action="store_true", help="small sizes and the 'county' preset")
-    btd.add_argument("--json", help="write the measurements to this JSON file")
-    btd.set_defaults(run=_run_bench_topdown)
     bmdp = bench_sub.add_parser(
         "mdp",
         help="paper-scale grid: full LP vs structured IPM vs Benders at eps = 10/km and 1/km",
@@ -116,13 +98,12 @@ def _parser() -> argparse.ArgumentParser:
     facility_bench.add_parser(bench_sub)
 
     _add_command(bench_sub, "noise", NOISE_BENCH)
-    topdown_release.add_parser(rel_sub)
     facility_release.add_parser(rel_sub)
     return parser
 
 
 #: The families the command line shows, each declared once in its ``commands.py``.
-FAMILIES = (PGSR,)
+FAMILIES = (PGSR, TOPDOWN)
 
 
 def _add_family(family, cmp_sub, bench_sub, rel_sub) -> None:
@@ -175,103 +156,6 @@ def _run_instances(args) -> int:
 
     for name, text in instances.available().items():
         print(f"{name:28s} {text}")
-    return 0
-
-
-def _add_compare_topdown(cmp_sub) -> None:
-    td = cmp_sub.add_parser(
-        "topdown",
-        help="TopDown post-processing configurations on a synthetic census (spec 5, project-defined)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    td.add_argument("--preset", default="tiny", help="synthetic geography: tiny, small, county or state")
-    td.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="generator option of topdown/synthetic, e.g. --set races=4 --set edits=false "
-        "--set fanout=2,2,2,1,3 --set seed=3 (repeatable)",
-    )
-    td.add_argument("--epsilon", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0], help="privacy budgets")
-    td.add_argument("--runs", type=int, default=3, help="noisy runs per epsilon")
-    td.add_argument(
-        "--configs",
-        nargs="+",
-        default=None,
-        help="configurations (default: lp-first flow no-edits; also l2-highs auto paper-weights paper-objective)",
-    )
-    td.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
-    td.add_argument("--seed", type=int, default=0, help="noise seed")
-    td.add_argument("--executor", default="serial", help="serial, process, dask, or a number of processes")
-    td.add_argument("--csv", help="write one row per (config, epsilon, run, level) to this CSV")
-    td.add_argument("--plot", help="write a PNG of error per level against epsilon and time per level")
-    td.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    td.set_defaults(run=_run_compare_topdown)
-
-
-def _load_topdown(args):
-    from dpmodels import instances
-    from dpmodels.instances.topdown import PRESETS
-
-    if args.preset not in PRESETS:
-        raise DPModelsError(f"--preset must be one of {sorted(PRESETS)}, got {args.preset!r}")
-    settings = parse_settings(args.set)
-    if "preset" in settings:
-        raise DPModelsError("use --preset, not --set preset=...")
-    for key, value in settings.items():
-        if isinstance(value, str) and value.lower() in ("true", "false"):
-            settings[key] = value.lower() == "true"
-        elif key == "fanout" and isinstance(value, str | int):
-            try:
-                settings[key] = tuple(int(v) for v in str(value).split(","))
-            except ValueError as err:
-                raise DPModelsError(f"--set fanout expects comma-separated integers, got {value!r}") from err
-    seed = settings.pop("seed", 0)
-    return instances.generate("topdown/synthetic", seed=seed, preset=args.preset, **settings)
-
-
-def _run_compare_topdown(args) -> int:
-    from dataclasses import replace
-
-    from dpmodels.topdown.compare import (
-        compare_topdown,
-        format_summary,
-        plot_topdown,
-        resolve_configs,
-        summary_table,
-        violation_counts,
-    )
-
-    data = _load_topdown(args)
-    configs = resolve_configs(args.configs)
-    if args.time_limit is not None:
-        configs = {name: replace(opts, time_limit=args.time_limit) for name, opts in configs.items()}
-    executor = int(args.executor) if args.executor.isdigit() else args.executor
-    kn = data.knowledge
-    print(
-        f"instance: {data.name}  {data.geography.describe()}  cells = {data.schema.size}  "
-        f"population = {data.population:,}  invariant totals down to level {kn.total_level}  edits = {len(kn.edits)}"
-    )
-    for name, opts in configs.items():
-        print(f"  {name}: L2 {opts.l2}, L1 {opts.l1}, edits {'on' if opts.edits else 'off'}")
-    runs = compare_topdown(
-        data, args.epsilon, args.runs, configs, args.seed, executor=executor, progress=not args.no_progress
-    )
-    print(
-        f"\nmean over {args.runs} runs per epsilon; L1 error summed over the nodes of each level; "
-        "total error/node = |released - true population| per node; solve counts = how each parent's "
-        "rounding was obtained; seconds = wall time of the level"
-    )
-    print(format_summary(summary_table(runs)))
-    print("\nviolations of the public constraints (summed over runs; '-' = not imposed by the configuration):")
-    print(violation_counts(runs).astype(object).fillna("-").to_string())
-    if args.csv:
-        runs.to_csv(args.csv, index=False)
-        print(f"\nwrote {len(runs)} rows to {args.csv}")
-    if args.plot:
-        plot_topdown(runs, args.plot, title=data.name)
-        print(f"wrote {args.plot}")
     return 0
 
 
@@ -337,20 +221,6 @@ def _run_bench_mdp(args) -> int:
     run_bench(
         args.epsilon, args.blocks, args.partitioner, args.time_limit, args.rows, args.cols, args.json, args.cell_km
     )
-    return 0
-
-
-def _run_bench_topdown(args) -> int:
-    from dpmodels.topdown.bench import run_bench
-
-    if args.quick:
-        args.sizes, args.preset, args.time_limit = ["4x64", "16x512"], "county", 30.0
-    try:
-        sizes = [tuple(int(v) for v in item.lower().split("x")) for item in args.sizes]
-    except ValueError as err:
-        raise DPModelsError(f"--sizes expects CHILDRENxCELLS items such as 16x512, got {args.sizes}") from err
-    preset = None if args.preset == "none" else args.preset
-    run_bench(sizes, sizes, preset, args.races, args.time_limit, args.json)
     return 0
 
 

@@ -12,10 +12,7 @@ the JSON ledger.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,7 +21,6 @@ import scipy.sparse as sp
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.executors import resolve_executor
 from dpmodels.core.hierarchy import Hierarchy
-from dpmodels.core.release import add_common_arguments, finish, open_release
 from dpmodels.core.session import PrivacySession
 
 from .data import PublicKnowledge, Schema, TopDownData
@@ -32,14 +28,9 @@ from .driver import TopDownResult, topdown
 from .mechanism import Strategy, measure
 from .solve import NodeOptions
 
-__all__ = ["RELEASE_NOISE", "PublicParts", "release", "histogram_frame", "add_parser"]
+__all__ = ["RELEASE_NOISE", "HARD_CHECKS", "PublicParts", "release", "histogram_frame"]
 
 RELEASE_NOISE = "geometric"  # the exact double-geometric sampler; the only noise a release draws
-OUTPUTS = {
-    "--out-microdata": "where to write the released microdata CSV (geocode + attributes, one row per person)",
-    "--out-histograms": "where to write the per-level histograms CSV (region, level, attributes, count; "
-    "cells with count 0 are left out)",
-}
 #: The hard public constraints of a release (edits and GQ facts may be relaxed by a logged fallback).
 HARD_CHECKS = ("negative cells", "invariant totals off", "structural zeros off", "inconsistent parents")
 
@@ -111,66 +102,3 @@ def histogram_frame(schema: Schema, result: TopDownResult) -> pd.DataFrame:
     frame.insert(1, "level", np.asarray(geo.level)[rows])
     frame["count"] = values.astype(np.int64)
     return frame
-
-
-# ---------------------------------------------------------------------- command line
-def add_parser(release_sub) -> None:
-    """Register ``dpmodels release topdown``."""
-    from dpmodels.instances.topdown import LEVELS
-
-    p = release_sub.add_parser(
-        "topdown",
-        help="release census microdata and histograms with TopDown (person records CSV)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--persons", required=True, help="person records: geocode (15 digits) + hhgq, votingage, ...")
-    p.add_argument("--races", type=int, default=63, help="cenrace categories of the schema (1..63)")
-    p.add_argument("--total-level", default="state", choices=list(LEVELS), help="deepest invariant population")
-    p.add_argument(
-        "--blocks",
-        help="CSV with a geocode column: the public list of blocks, empty ones too "
-        "(if omitted, the blocks that appear in --persons, which depend on the data)",
-    )
-    p.add_argument("--executor", default="serial", help="serial, process, dask, or a number of processes")
-    add_common_arguments(p, OUTPUTS)
-    p.set_defaults(run=_run)
-
-
-def _run(args) -> int:
-    from dpmodels.instances.topdown import from_csv
-
-    data = from_csv(args.persons, races=args.races, total_level=args.total_level, blocks=args.blocks)
-    session, outs, ledger = open_release(args, data, data.name, list(OUTPUTS))
-    _refuse_overwriting_inputs({**outs, "--ledger": ledger}, args)
-    if args.blocks is None:
-        print(
-            "dpmodels: note: the geography is the set of blocks in --persons (which blocks have persons "
-            "depends on the data); give the public block list with --blocks",
-            file=sys.stderr,
-        )
-    executor = int(args.executor) if args.executor.isdigit() else args.executor
-    result = release(session, session.epsilon, executor=executor)
-    frames = {
-        "--out-microdata": result.records(data.schema),
-        "--out-histograms": histogram_frame(data.schema, result),
-    }
-    for flag, frame in frames.items():
-        frame.to_csv(outs[flag], index=False)
-    _report(result.checks)
-    return finish(session, list(outs.values()), ledger)
-
-
-def _refuse_overwriting_inputs(outputs: dict[str, Path], args) -> None:
-    """No output may replace an input file."""
-    inputs = {Path(p).resolve(): flag for flag, p in (("--persons", args.persons), ("--blocks", args.blocks)) if p}
-    for flag, path in outputs.items():
-        if path.resolve() in inputs:
-            raise DataValidationError(flag, f"{path} would overwrite the input {inputs[path.resolve()]}")
-
-
-def _report(checks: dict) -> None:
-    """Print the public-constraint checks; a broken hard constraint is a bug, said on stderr."""
-    print("checks: " + ", ".join(f"{name} {count}" for name, count in checks.items()))
-    broken = {name: checks[name] for name in HARD_CHECKS if checks.get(name)}
-    if broken:
-        print(f"dpmodels: warning: public constraints broken: {broken}", file=sys.stderr)

@@ -183,6 +183,6 @@ def test_cli_compare_topdown_bad_input(capsys):
     assert main(["compare", "topdown", "--preset", "tiny", "--configs", "bogus", "--no-progress"]) == 2
     assert "unknown configuration 'bogus'" in capsys.readouterr().err
     assert main(["compare", "topdown", "--preset", "huge", "--no-progress"]) == 2
-    assert "--preset must be one of" in capsys.readouterr().err
+    assert "--preset: must be one of" in capsys.readouterr().err
     assert main(["compare", "topdown", "--set", "colour=red", "--runs", "1", "--no-progress"]) == 2
     assert "has no options" in capsys.readouterr().err

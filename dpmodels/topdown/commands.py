@@ -1,0 +1,254 @@
+"""What the TopDown family shows the ``dpmodels`` command: ``compare``, ``bench`` and ``release topdown``.
+
+The library functions live in ``compare.py``, ``bench.py`` and ``release.py``; this module
+only declares their arguments and calls them (the shared tail is :mod:`dpmodels.core.commands`).
+The comparison's default (the ``tiny`` synthetic census, 4 budgets x 3 runs) finishes in
+seconds; larger geographies are behind ``--preset small|county|state``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dpmodels.core.commands import (
+    Command,
+    Family,
+    add_executor,
+    add_outputs,
+    add_progress,
+    positive_float,
+    positive_int,
+    report_written,
+)
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.release import add_common_arguments, finish, open_release
+from dpmodels.core.settings import parse_settings
+
+__all__ = ["FAMILY"]
+
+#: The built-in geography of ``compare topdown`` (a newcomer's first run).
+COMPARE_PRESET = "tiny"
+#: The outputs of ``release topdown`` and their help.
+RELEASE_OUTPUTS = {
+    "--out-microdata": "where to write the released microdata CSV (geocode + attributes, one row per person)",
+    "--out-histograms": "where to write the per-level histograms CSV (region, level, attributes, count; "
+    "cells with count 0 are left out)",
+}
+
+
+# ---------------------------------------------------------------------- compare
+def _compare_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--preset",
+        default=COMPARE_PRESET,
+        help="synthetic geography: tiny (seconds), small, county or state (the larger take minutes)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="generator option of topdown/synthetic, e.g. --set races=4 --set edits=false "
+        "--set fanout=2,2,2,1,3 --set seed=3 (repeatable)",
+    )
+    p.add_argument("--epsilon", type=positive_float, nargs="+", default=[0.5, 1.0, 2.0, 4.0], help="privacy budgets")
+    p.add_argument("--runs", type=positive_int, default=3, help="noisy runs per epsilon")
+    p.add_argument(
+        "--configs",
+        nargs="+",
+        default=None,
+        help="configurations (default: lp-first flow no-edits; also l2-highs auto paper-weights paper-objective)",
+    )
+    p.add_argument("--time-limit", type=positive_float, default=None, help="seconds per solve")
+    p.add_argument("--seed", type=int, default=0, help="noise seed (experiments, not releases)")
+    add_executor(p, "the (epsilon, run) tasks")
+    add_outputs(p, csv="one row per (config, epsilon, run, level)", plot="error per level against epsilon and time")
+    add_progress(p)
+
+
+def _load(args):
+    from dpmodels import instances
+    from dpmodels.instances.topdown import PRESETS
+
+    if args.preset not in PRESETS:
+        raise DataValidationError("--preset", f"must be one of {sorted(PRESETS)}, got {args.preset!r}")
+    settings = parse_settings(args.set)
+    if "preset" in settings:
+        raise DataValidationError("--set", "use --preset, not --set preset=...")
+    for key, value in settings.items():
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            settings[key] = value.lower() == "true"
+        elif key == "fanout" and isinstance(value, str | int):
+            try:
+                settings[key] = tuple(int(v) for v in str(value).split(","))
+            except ValueError:
+                raise DataValidationError("--set", f"fanout expects comma-separated integers, got {value!r}") from None
+    seed = settings.pop("seed", 0)
+    return instances.generate("topdown/synthetic", seed=seed, preset=args.preset, **settings)
+
+
+def _run_compare(args) -> int:
+    from dataclasses import replace
+
+    from .compare import compare_topdown, format_summary, plot_topdown, resolve_configs, summary_table, violation_counts
+
+    try:
+        configs = resolve_configs(args.configs)
+    except DataValidationError as err:
+        raise DataValidationError("--configs", err.problem) from None
+    data = _load(args)
+    if args.time_limit is not None:
+        configs = {name: replace(opts, time_limit=args.time_limit) for name, opts in configs.items()}
+    kn = data.knowledge
+    print(
+        f"instance: {data.name}  {data.geography.describe()}  cells = {data.schema.size}  "
+        f"population = {data.population:,}  invariant totals down to level {kn.total_level}  edits = {len(kn.edits)}"
+    )
+    for name, opts in configs.items():
+        print(f"  {name}: L2 {opts.l2}, L1 {opts.l1}, edits {'on' if opts.edits else 'off'}")
+    runs = compare_topdown(
+        data, args.epsilon, args.runs, configs, args.seed, executor=args.executor, progress=not args.no_progress
+    )
+    print(
+        f"\nmean over {args.runs} runs per epsilon; L1 error summed over the nodes of each level; "
+        "total error/node = |released - true population| per node; solve counts = how each parent's "
+        "rounding was obtained; seconds = wall time of the level"
+    )
+    print(format_summary(summary_table(runs)))
+    print("\nviolations of the public constraints (summed over runs; '-' = not imposed by the configuration):")
+    print(violation_counts(runs).astype(object).fillna("-").to_string())
+    if args.csv:
+        runs.to_csv(args.csv, index=False)
+        report_written(args.csv)
+    if args.plot:
+        plot_topdown(runs, args.plot, title=data.name)
+        report_written(args.plot)
+    return 0
+
+
+# ---------------------------------------------------------------------- bench
+def _size(text: str) -> tuple[int, int]:
+    """``16x512`` -> ``(16, 512)``: children x cells, both > 0."""
+    try:
+        children, cells = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected CHILDRENxCELLS such as 16x512, got {text!r}") from None
+    if children < 1 or cells < 1:
+        raise argparse.ArgumentTypeError(f"expected CHILDRENxCELLS, both > 0, got {text!r}")
+    return children, cells
+
+
+def _bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--sizes",
+        type=_size,
+        nargs="+",
+        default=[(4, 64), (16, 512), (32, 1024), (64, 2016)],
+        metavar="CHILDRENxCELLS",
+        help="children x cells of the rounding and L2 sweeps, e.g. 16x512",
+    )
+    p.add_argument("--preset", default="state", help="synthetic geography of the end-to-end run (or 'none')")
+    p.add_argument(
+        "--races", type=positive_int, default=63, help="race categories (63 = the full 2016-cell PL94 schema)"
+    )
+    p.add_argument("--time-limit", type=positive_float, default=120.0, help="seconds per highs/clarabel solve")
+    p.add_argument("--quick", action="store_true", help="sizes 4x64 16x512, the 'county' preset, 30 s limit")
+    add_outputs(p, json="the measurements")
+
+
+def _run_bench(args) -> int:
+    from dpmodels.instances.topdown import PRESETS
+
+    from .bench import run_bench
+
+    if args.quick:
+        args.sizes, args.preset, args.time_limit = [(4, 64), (16, 512)], "county", 30.0
+    if args.preset != "none" and args.preset not in PRESETS:
+        raise DataValidationError("--preset", f"must be 'none' or one of {sorted(PRESETS)}, got {args.preset!r}")
+    preset = None if args.preset == "none" else args.preset
+    run_bench(args.sizes, args.sizes, preset, args.races, args.time_limit, args.json)
+    return 0
+
+
+# ---------------------------------------------------------------------- release
+def _release_arguments(p: argparse.ArgumentParser) -> None:
+    from dpmodels.instances.topdown import LEVELS
+
+    p.add_argument("--persons", required=True, help="person records: geocode (15 digits) + hhgq, votingage, ...")
+    p.add_argument("--races", type=positive_int, default=63, help="cenrace categories of the schema (1..63)")
+    p.add_argument("--total-level", default="state", choices=list(LEVELS), help="deepest invariant population")
+    p.add_argument(
+        "--blocks",
+        help="CSV with a geocode column: the public list of blocks, empty ones too "
+        "(if omitted, the blocks that appear in --persons, which depend on the data)",
+    )
+    add_executor(p, "the solves of a level")
+    add_progress(p)
+    add_common_arguments(p, RELEASE_OUTPUTS)
+
+
+def _run_release(args) -> int:
+    from dpmodels.instances.topdown import from_csv
+
+    from .release import histogram_frame, release
+
+    data = from_csv(args.persons, races=args.races, total_level=args.total_level, blocks=args.blocks)
+    session, outs, ledger = open_release(args, data, data.name, list(RELEASE_OUTPUTS))
+    _refuse_overwriting_inputs({**outs, "--ledger": ledger}, args)
+    if args.blocks is None:
+        print(
+            "dpmodels: note: the geography is the set of blocks in --persons (which blocks have persons "
+            "depends on the data); give the public block list with --blocks",
+            file=sys.stderr,
+        )
+    result = release(session, session.epsilon, executor=args.executor, progress=not args.no_progress)
+    frames = {
+        "--out-microdata": result.records(data.schema),
+        "--out-histograms": histogram_frame(data.schema, result),
+    }
+    for flag, frame in frames.items():
+        frame.to_csv(outs[flag], index=False)
+    _report_checks(result.checks)
+    return finish(session, list(outs.values()), ledger)
+
+
+def _refuse_overwriting_inputs(outputs: dict[str, Path], args) -> None:
+    """No output may replace an input file."""
+    inputs = {Path(p).resolve(): flag for flag, p in (("--persons", args.persons), ("--blocks", args.blocks)) if p}
+    for flag, path in outputs.items():
+        if path.resolve() in inputs:
+            raise DataValidationError(flag, f"{path} would overwrite the input {inputs[path.resolve()]}")
+
+
+def _report_checks(checks: dict) -> None:
+    """Print the public-constraint checks; a broken hard constraint is a bug, said on stderr."""
+    from .release import HARD_CHECKS
+
+    print("checks: " + ", ".join(f"{name} {count}" for name, count in checks.items()))
+    broken = {name: checks[name] for name in HARD_CHECKS if checks.get(name)}
+    if broken:
+        print(f"dpmodels: warning: public constraints broken: {broken}", file=sys.stderr)
+
+
+FAMILY = Family(
+    name="topdown",
+    package="dpmodels.topdown",
+    summary="census TopDown: per-level L2 + L1 post-processing, flow rounder, releases of person records",
+    compare=Command(
+        "TopDown post-processing configurations on a synthetic census (spec 5, project-defined)",
+        _compare_arguments,
+        _run_compare,
+    ),
+    bench=Command(
+        "flow rounder vs HiGHS, tree L2 vs QP solvers, and a whole synthetic state end to end",
+        _bench_arguments,
+        _run_bench,
+    ),
+    release=Command(
+        "release census microdata and histograms with TopDown (person records CSV)",
+        _release_arguments,
+        _run_release,
+    ),
+)
