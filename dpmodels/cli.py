@@ -20,10 +20,10 @@ import sys
 from dpmodels.core.bench import COMMAND as NOISE_BENCH
 from dpmodels.core.commands import Command, HelpFormatter, check_outputs
 from dpmodels.core.errors import DPModelsError
-from dpmodels.core.settings import parse_settings
 from dpmodels.facility import bench as facility_bench
 from dpmodels.facility import compare as facility_compare
 from dpmodels.facility import release as facility_release
+from dpmodels.metricdp.commands import FAMILY as MDP
 from dpmodels.pgsr.commands import FAMILY as PGSR
 from dpmodels.submodular import bench as submodular_bench
 from dpmodels.submodular import compare as submodular_compare
@@ -76,24 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     rel_sub = rel.add_subparsers(dest="family", required=True)
     for family in FAMILIES:
         _add_family(family, cmp_sub, bench_sub, rel_sub)
-    _add_compare_mdp(cmp_sub)
     submodular_compare.add_parser(cmp_sub)
     facility_compare.add_parser(cmp_sub)
 
-    bmdp = bench_sub.add_parser(
-        "mdp",
-        help="paper-scale grid: full LP vs structured IPM vs Benders at eps = 10/km and 1/km",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    bmdp.add_argument("--epsilon", type=float, nargs="+", default=[10.0, 1.0], help="per-km budgets")
-    bmdp.add_argument("--blocks", type=int, nargs="+", default=[25], help="Benders partitions to try (M)")
-    bmdp.add_argument("--partitioner", default="k-m-DV")
-    bmdp.add_argument("--time-limit", type=float, default=300.0, help="seconds per full-LP / Benders run")
-    bmdp.add_argument("--rows", type=int, default=20)
-    bmdp.add_argument("--cols", type=int, default=25)
-    bmdp.add_argument("--cell-km", type=float, default=1.0, help="cell spacing; 1.5 gives a 4-neighbour grid")
-    bmdp.add_argument("--json", help="write the measurements to this JSON file")
-    bmdp.set_defaults(run=_run_bench_mdp)
     submodular_bench.add_parser(bench_sub)
     facility_bench.add_parser(bench_sub)
 
@@ -103,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 #: The families the command line shows, each declared once in its ``commands.py``.
-FAMILIES = (PGSR, TOPDOWN)
+FAMILIES = (PGSR, TOPDOWN, MDP)
 
 
 def _add_family(family, cmp_sub, bench_sub, rel_sub) -> None:
@@ -156,71 +141,6 @@ def _run_instances(args) -> int:
 
     for name, text in instances.available().items():
         print(f"{name:28s} {text}")
-    return 0
-
-
-def _add_compare_mdp(cmp_sub) -> None:
-    mdp = cmp_sub.add_parser(
-        "mdp",
-        help="metric DP: full LP vs Benders (partitioners) vs the exponential mechanism",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    mdp.add_argument("--instance", default="mdp/grid", help="mdp/grid, mdp/paper-grid, mdp/gaussian, mdp/road-like")
-    mdp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="generator option (repeatable)")
-    mdp.add_argument(
-        "--methods",
-        nargs="+",
-        default=["full LP simplex", "Benders k-m-DV", "exponential mechanism"],
-        help="any of: 'full LP simplex', 'full LP ipm', 'Benders k-m-DV', 'Benders k-m-rec', "
-        "'Benders k-m-adj', 'Benders BSC', 'exponential mechanism'",
-    )
-    mdp.add_argument("--blocks", type=int, default=4, help="M, the Benders blocks")
-    mdp.add_argument("--gap", type=float, default=1e-3, help="relative stopping gap of Benders")
-    mdp.add_argument("--time-limit", type=float, default=300.0)
-    mdp.add_argument("--partitions", action="store_true", help="also print the partition table (Tables 1-2)")
-    mdp.add_argument("--utility", type=float, nargs="*", help="epsilons of a privacy-utility sweep (Fig. 7)")
-    mdp.add_argument("--executor", default="serial", help="for the subproblem solves: serial, process, dask, or N")
-    mdp.add_argument("--csv", help="write the comparison to this CSV")
-    mdp.add_argument("--plot", help="write the Benders bound trajectories to this PNG")
-    mdp.set_defaults(run=_run_compare_mdp)
-
-
-def _run_compare_mdp(args) -> int:
-    from dpmodels import instances
-    from dpmodels.metricdp.compare import compare_mdp, partition_table, plot_bounds, privacy_utility
-
-    settings = parse_settings(args.set)
-    seed = settings.pop("seed", 0)
-    data = instances.generate(args.instance, seed=seed, **settings)
-    print(
-        f"instance: {data.name}  N = {data.N}  K = {data.K}  eps = {data.epsilon}  eta = {data.eta}  "
-        f"neighbouring pairs = {data.graph.n_pairs}"
-    )
-    executor = int(args.executor) if args.executor.isdigit() else args.executor
-    table, histories = compare_mdp(data, args.methods, args.blocks, args.gap, args.time_limit, executor=executor)
-    print(table.to_string(index=False))
-    if args.partitions:
-        print("\npartitions (mean ± 1.96 sd over 3 seeds):")
-        print(partition_table(data, args.blocks).to_string(index=False))
-    if args.utility:
-        print("\nprivacy-utility (expected loss):")
-        print(privacy_utility(data, args.utility).to_string(index=False))
-    if args.csv:
-        table.to_csv(args.csv, index=False)
-        print(f"wrote {args.csv}")
-    if args.plot and histories:
-        optimum = table.loc[table.method.str.startswith("full LP"), "objective"].dropna()
-        plot_bounds(histories, args.plot, float(optimum.iloc[0]) if len(optimum) else None)
-        print(f"wrote {args.plot}")
-    return 0
-
-
-def _run_bench_mdp(args) -> int:
-    from dpmodels.metricdp.bench import run_bench
-
-    run_bench(
-        args.epsilon, args.blocks, args.partitioner, args.time_limit, args.rows, args.cols, args.json, args.cell_km
-    )
     return 0
 
 
