@@ -25,8 +25,7 @@ from dpmodels.facility import compare as facility_compare
 from dpmodels.facility import release as facility_release
 from dpmodels.metricdp.commands import FAMILY as MDP
 from dpmodels.pgsr.commands import FAMILY as PGSR
-from dpmodels.submodular import bench as submodular_bench
-from dpmodels.submodular import compare as submodular_compare
+from dpmodels.submodular.commands import FAMILY as SUBMODULAR
 from dpmodels.topdown.commands import FAMILY as TOPDOWN
 
 
@@ -76,10 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     rel_sub = rel.add_subparsers(dest="family", required=True)
     for family in FAMILIES:
         _add_family(family, cmp_sub, bench_sub, rel_sub)
-    submodular_compare.add_parser(cmp_sub)
     facility_compare.add_parser(cmp_sub)
 
-    submodular_bench.add_parser(bench_sub)
     facility_bench.add_parser(bench_sub)
 
     _add_command(bench_sub, "noise", NOISE_BENCH)
@@ -88,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 #: The families the command line shows, each declared once in its ``commands.py``.
-FAMILIES = (PGSR, TOPDOWN, MDP)
+FAMILIES = (PGSR, TOPDOWN, MDP, SUBMODULAR)
 
 
 def _add_family(family, cmp_sub, bench_sub, rel_sub) -> None:

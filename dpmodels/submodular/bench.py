@@ -19,7 +19,6 @@ Numbers are printed as measured in one run; nothing here is a timed assertion.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 import tracemalloc
@@ -30,7 +29,7 @@ from .algorithms import continuous_greedy, greedy
 from .compare import VALUE
 from .mechanism import mitrovic_private_greedy, private_continuous_greedy
 
-__all__ = ["bench_rows", "run_bench", "add_parser"]
+__all__ = ["bench_rows", "run_bench"]
 
 
 def _measure(run, trace: bool = True):
@@ -116,31 +115,3 @@ def run_bench(
             json.dump(rows, fh, indent=1)
         print(f"wrote {json_path}")
     return table
-
-
-def add_parser(bench_sub) -> None:
-    """The ``dpmodels bench submodular`` subcommand."""
-    p = bench_sub.add_parser(
-        "submodular",
-        help="continuous greedy vs greedy as |E| grows (sparse coverage), evaluations, time and memory",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000], help="ground-set sizes |E|")
-    p.add_argument("--rank", type=int, default=10, help="rank r of the uniform matroid (and T = r)")
-    p.add_argument("--samples", type=int, default=4, help="m of the sampled-gradient run")
-    p.add_argument("--sampled-max", type=int, default=1000, help="largest |E| for the sampled-gradient run")
-    p.add_argument(
-        "--private",
-        type=float,
-        nargs="*",
-        default=[],
-        metavar="EPS",
-        help="also time private Alg. 1 and Mitrovic's greedy at these input epsilons (secure, exact)",
-    )
-    p.add_argument("--json", help="write the measurements to this JSON file")
-    p.set_defaults(run=run_cli)
-
-
-def run_cli(args) -> int:
-    run_bench(args.sizes, args.rank, args.samples, args.sampled_max, args.json, args.private)
-    return 0

@@ -1,4 +1,4 @@
-"""``dpmodels compare submodular``: greedy vs continuous greedy vs the private algorithms (spec 7.3 [S]).
+"""The harness of ``dpmodels compare submodular``: greedy vs continuous greedy vs the private algorithms (spec 7.3 [S]).
 
 The paper has no experiments; this is the project's harness.  For a submodular instance it runs the
 matroid greedy, non-private continuous greedy (+ swap rounding), private Algorithm 1 (``bases``
@@ -13,18 +13,18 @@ private release contains.
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
 
 from .algorithms import brute_force_opt, continuous_greedy, greedy, k_brute_force_opt, k_greedy
-from .data import FacilityLocation, KCoverage, KSubmodularInstance, SubmodularInstance, WeightedCoverage
+from .data import FacilityLocation, KCoverage, KSubmodularInstance, WeightedCoverage
 from .mechanism import mitrovic_private_greedy, private_continuous_greedy, private_k_greedy, private_k_greedy_sampled
 
-__all__ = ["VALUE", "RATIO", "RATIO_MEAN", "RATIO_SD", "optimum", "compare_submodular", "privacy_utility", "add_parser"]
+__all__ = ["VALUE", "RATIO", "RATIO_MEAN", "RATIO_SD", "optimum", "compare_submodular", "privacy_utility", "plot_curve"]
 
 #: Column labels of values evaluated on the true data (diagnostics, never a private output).
 VALUE = "true F(S) (diagnostic)"
@@ -75,17 +75,18 @@ def _timed(run):
 
 
 def compare_submodular(
-    instance, epsilons=(0.1, 1.0, 10.0), seeds: int = 5, T: int | None = None
+    instance, epsilons=(0.1, 1.0, 10.0), seeds: int = 5, T: int | None = None, progress: bool = False
 ) -> tuple[pd.DataFrame, float]:
-    """One row per (method, epsilon, seed); returns the table and OPT."""
+    """One row per (method, epsilon, seed); returns the table and OPT.  ``progress`` shows a
+    bar over the seeds."""
     opt, _ = optimum(instance)
     if isinstance(instance, KSubmodularInstance):
-        return _compare_k(instance, epsilons, seeds, opt), opt
+        return _compare_k(instance, epsilons, seeds, opt, progress), opt
     F, M = instance.function, instance.matroid
     rows = []
     g, sec = _timed(lambda: greedy(F, M))
     rows.append(_row("greedy", math.inf, 0, g.value, opt, M.is_independent(g.S), g.calls, math.inf, sec))
-    for seed in range(seeds):
+    for seed in _seeds(seeds, progress):
         cg, sec = _timed(lambda seed=seed: continuous_greedy(F, M, T=T, seed=seed))
         rows.append(
             _row(
@@ -132,12 +133,16 @@ def compare_submodular(
     return pd.DataFrame(rows), opt
 
 
-def _compare_k(instance: KSubmodularInstance, epsilons, seeds: int, opt: float) -> pd.DataFrame:
+def _seeds(seeds: int, progress: bool):
+    return tqdm(range(seeds), desc="seeds (every method and epsilon)", disable=not progress)
+
+
+def _compare_k(instance: KSubmodularInstance, epsilons, seeds: int, opt: float, progress: bool = False) -> pd.DataFrame:
     F, M = instance.function, instance.matroid
     rows = []
     kg, sec = _timed(lambda: k_greedy(F, M))
     rows.append(_row("k-greedy", math.inf, 0, kg.value, opt, M.is_independent(kg.S != 0), kg.calls, math.inf, sec))
-    for seed in range(seeds):
+    for seed in _seeds(seeds, progress):
         for eps in epsilons:
             for name, run in (("Alg. 3", private_k_greedy), ("Alg. 4", private_k_greedy_sampled)):
                 res, sec = _timed(lambda run=run, eps=eps, seed=seed: run(F, M, eps, seed=seed))
@@ -192,49 +197,3 @@ def plot_curve(curve: pd.DataFrame, path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-# ----------------------------------------------------------------------------- CLI
-
-
-def add_parser(cmp_sub) -> None:
-    """The ``dpmodels compare submodular`` subcommand."""
-    p = cmp_sub.add_parser(
-        "submodular",
-        help="greedy vs continuous greedy vs private algorithms, ratio to the MILP OPT, privacy-utility",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--instance", default="submodular/trap", help="a submodular/... instance or generator name")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="generator option (repeatable)")
-    p.add_argument("--epsilon", type=float, nargs="+", default=[0.1, 1.0, 10.0], help="the paper's input epsilons")
-    p.add_argument("--seeds", type=int, default=5, help="runs per randomized method and epsilon")
-    p.add_argument("--T", type=int, default=None, help="continuous-greedy steps (default r)")
-    p.add_argument("--csv", help="write all runs to this CSV")
-    p.add_argument("--plot", help="write the privacy-utility curve to this PNG")
-    p.set_defaults(run=run_cli)
-
-
-def run_cli(args) -> int:
-    from dpmodels import instances
-    from dpmodels.core.settings import parse_settings
-
-    inst = instances.load(args.instance, **parse_settings(args.set))
-    if not isinstance(inst, SubmodularInstance | KSubmodularInstance):
-        from dpmodels.core.errors import DataValidationError
-
-        raise DataValidationError("instance", f"{args.instance!r} is not a submodular instance")
-    table, opt = compare_submodular(inst, args.epsilon, args.seeds, args.T)
-    F, M = inst.function, inst.matroid
-    print(
-        f"instance: {inst.name}  |E| = {F.n}  rank = {M.r}  matroid = {M.kind}  "
-        f"Delta = {F.sensitivity}  OPT = {opt:.6g} (true data, diagnostic)"
-    )
-    curve = privacy_utility(table)
-    print(curve.to_string(index=False))
-    if args.csv:
-        table.to_csv(args.csv, index=False)
-        print(f"wrote {args.csv}")
-    if args.plot:
-        plot_curve(curve, args.plot)
-        print(f"wrote {args.plot}")
-    return 0
