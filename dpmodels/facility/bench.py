@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["bench_pipeline", "bench_tree_dp", "bench_tree_dp_scaling", "run_bench", "add_parser"]
+__all__ = ["bench_pipeline", "bench_tree_dp", "bench_tree_dp_scaling", "run_bench"]
 
 
 def bench_pipeline(n: int = 100_000, epsilon: float = 1.0, f: float = 0.01, seed: int = 0) -> dict:
@@ -145,27 +145,3 @@ def run_bench(
             json.dump(out, fh, indent=2, default=float)
         print(f"wrote {json_path}")
     return out
-
-
-def add_parser(bench_sub) -> None:
-    """Register ``dpmodels bench facility``."""
-    import argparse
-
-    p = bench_sub.add_parser(
-        "facility",
-        help="FRT + mechanism on 10^5 points; UFL MIP on highs vs the tree DP as n grows",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--points", type=int, default=100_000, help="points of the pipeline run (0 skips it)")
-    p.add_argument("--sizes", type=int, nargs="*", default=[32, 64, 128, 256, 512], help="HST leaves of the sweep")
-    p.add_argument("--time-limit", type=float, default=300.0, help="seconds per highs solve")
-    p.add_argument("--quick", action="store_true", help="10^4 points and sizes 32 64 128")
-    p.add_argument("--json", help="write the measurements to this JSON file")
-    p.set_defaults(run=_run)
-
-
-def _run(args) -> int:
-    if args.quick:
-        args.points, args.sizes = 10_000, [32, 64, 128]
-    run_bench(args.points, args.sizes, args.time_limit, args.json)
-    return 0

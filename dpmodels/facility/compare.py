@@ -5,7 +5,7 @@
 * :func:`stretch_table` - the FRT embedding's measured stretch against the (18b) bound.
 * :func:`lower_bound_table` - ``E cost / E opt`` on the star family against ``0.025/√ε`` (spec 4).
 
-``dpmodels compare facility`` prints all three (:func:`add_parser` registers the subcommand).
+``dpmodels compare facility`` prints all three (its arguments: :mod:`dpmodels.facility.commands`).
 Every column computed from the true client counts (costs, |S|, the optimum, the LP bound and
 their ratios) is labelled ``true ... (diagnostic)``: the names are :data:`COST`, :data:`SET_COST`,
 :data:`RATIO`, :data:`OPT`, :data:`LP`, :data:`N_OPEN` and :data:`BELOW_BOUND`.
@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import make_rng
@@ -28,7 +29,7 @@ from .hst import measured_stretch
 from .mechanism import BASELINES, dp_ufl_general, run_tree, true_label
 from .models import build_ufl_mip, solve_reference
 
-__all__ = ["compare_facility", "stretch_table", "lower_bound_table", "plot_compare", "add_parser"]
+__all__ = ["compare_facility", "stretch_table", "lower_bound_table", "plot_compare"]
 
 #: Column labels of values computed from the true client counts N (diagnostics, never released).
 COST, SET_COST, RATIO = true_label("cost"), true_label("set cost"), true_label("cost / opt")
@@ -54,11 +55,13 @@ def compare_facility(
     lam: float = 1.5,
     radius_mode: str = "tight",
     instance: UFLInstance | None = None,
+    progress: bool = False,
 ) -> pd.DataFrame:
     """One row per (n, ε, algorithm): mean realized / set cost over ``runs`` (fresh tree and noise each
     run), its ratio to the MIP optimum, the LP bound, mean |R|, |S|, L' and ε used (inf and
     ``private = False`` for the non-private Algorithm 1 and trivial solution).  The costs, |S|,
-    the optimum and the LP bound come from the true counts: labelled diagnostics."""
+    the optimum and the LP bound come from the true counts: labelled diagnostics.  ``progress``
+    shows a bar over the (n, ε, algorithm) cases."""
     unknown = sorted(set(algorithms) - set(BASELINES))
     if unknown:
         raise DataValidationError("algorithms", f"unknown {unknown}; choose from {sorted(BASELINES)}")
@@ -66,6 +69,7 @@ def compare_facility(
     rng = make_rng(seed)
     rows = []
     cases = [instance] if instance is not None else [_plane(n, rng, f, clusters) for n in sizes]
+    bar = tqdm(total=len(cases) * len(eps_list) * len(algorithms), desc="(n, ε, algorithm)", disable=not progress)
     for inst in cases:
         tick = time.perf_counter()
         opt = solve_reference(build_ufl_mip(inst), solver)
@@ -99,6 +103,8 @@ def compare_facility(
                         "mip_seconds": mip_seconds,
                     }
                 )
+                bar.update()
+    bar.close()
     return pd.DataFrame(rows)
 
 
@@ -169,72 +175,3 @@ def plot_compare(table: pd.DataFrame, path: str | None = None, title: str = ""):
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return None
-
-
-# ------------------------------------------------------------------------------------- CLI
-def add_parser(cmp_sub) -> None:
-    """Register ``dpmodels compare facility``."""
-    import argparse
-
-    p = cmp_sub.add_parser(
-        "facility",
-        help="DP facility location: private cost vs MIP optimum vs LP bound, stretch, lower bound",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--epsilon", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0, 5.0])
-    p.add_argument("--sizes", type=int, nargs="+", default=[20, 50], help="numbers of points in the unit square")
-    p.add_argument("--runs", type=int, default=20, help="runs (fresh tree and noise) per (n, ε, algorithm)")
-    p.add_argument("--algorithms", nargs="+", default=["dp", "base"], help=f"any of {sorted(BASELINES)}")
-    p.add_argument("--f", type=float, default=0.5, help="facility cost")
-    p.add_argument("--clusters", type=int, default=0, help="0: uniform points, k: k Gaussian clusters")
-    p.add_argument("--points", help="your own points file (CSV/whitespace, one location per row) ...")
-    p.add_argument("--counts", help="... and counts file (one integer per row; default: last column of --points)")
-    p.add_argument("--solver", default="highs", help="MIP/LP backend (highs, scip, ...)")
-    p.add_argument("--lam", type=float, default=1.5)
-    p.add_argument("--radius-mode", default="tight", choices=["tight", "geometric"])
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--skip-stretch", action="store_true")
-    p.add_argument("--skip-lower-bound", action="store_true")
-    p.add_argument("--csv", help="write the cost table to this CSV")
-    p.add_argument("--plot", help="write cost/opt against ε to this PNG")
-    p.set_defaults(run=run_cli)
-
-
-def run_cli(args) -> int:
-    instance = None
-    if args.points:
-        from dpmodels.instances.facility import from_files
-
-        instance = from_files(args.points, args.counts, f=args.f)
-        if instance.n > 400:
-            raise DataValidationError("points", f"{instance.n} locations: the MIP reference is limited to 400 here")
-        instance = UFLInstance(d=instance.distances, f=instance.f, N=instance.N, name=instance.name)
-    table = compare_facility(
-        args.epsilon,
-        args.sizes,
-        args.runs,
-        args.seed,
-        args.algorithms,
-        args.f,
-        args.clusters,
-        args.solver,
-        args.lam,
-        args.radius_mode,
-        instance,
-    )
-    print("cost of the private output (realized, original metric) vs MIP optimum and LP bound, mean over runs;")
-    print("every 'true ... (diagnostic)' column is evaluated on the true client counts, never released:")
-    print(table.round(4).to_string(index=False))
-    if not args.skip_stretch:
-        print("\nFRT stretch E[d_T]/d over 100 trees (uniform points), against the (18b) bound C·H_n:")
-        print(stretch_table(lam=args.lam).round(3).to_string(index=False))
-    if not args.skip_lower_bound:
-        print("\nstar lower-bound family (ε = 1/m, n = 16, 300 draws): E cost / E opt must be >= 0.025/√ε")
-        print(lower_bound_table().round(3).to_string(index=False))
-    if args.csv:
-        table.to_csv(args.csv, index=False)
-        print(f"wrote {args.csv}")
-    if args.plot:
-        plot_compare(table, args.plot)
-        print(f"wrote {args.plot}")
-    return 0

@@ -13,25 +13,22 @@ on the true counts).  ``dpmodels release facility`` wraps it for files.
 
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from dpmodels.core.accounting import Measurement, PrivacyLedger
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.release import add_common_arguments, finish, open_release
 from dpmodels.core.session import PrivacySession
 
 from .data import HSTInstance, UFLInstance, check_lambda
 from .hst import RADIUS_MODES, rep
 from .mechanism import SITE_MODES, TreeRelease, TreeRun, dp_ufl_general, run_tree
 
-__all__ = ["MARK_NOISE", "FacilityRelease", "release", "level_ledger", "facilities_frame", "tree_frame", "add_parser"]
+__all__ = ["MARK_NOISE", "FacilityRelease", "release", "level_ledger", "facilities_frame", "tree_frame"]
 
 MARK_NOISE = "exact Laplace-tail marks: Bernoulli(P[N_u + Lap(b) >= f/lambda^l]), no Laplace drawn"
 
@@ -162,66 +159,3 @@ def tree_frame(published: FacilityRelease, points: np.ndarray, rows, columns) ->
         }
     )
     return frame.join(pd.DataFrame(points[location], columns=columns))
-
-
-# ---------------------------------------------------------------------- command line
-def add_parser(release_sub) -> None:
-    """Register ``dpmodels release facility``."""
-    p = release_sub.add_parser(
-        "facility",
-        help="publish private facility locations for clients at points (points CSV with a count column)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument(
-        "--points",
-        required=True,
-        help="CSV with a header: coordinate columns (x,y,...; public) and a column of clients per point (private)",
-    )
-    p.add_argument("--count-column", default="count", help="the column of client counts in --points")
-    p.add_argument("--f", type=float, required=True, help="facility opening cost f > 0 (in coordinate units)")
-    p.add_argument("--lam", type=float, default=1.5, help="lambda of the FRT tree, in (1, 2)")
-    p.add_argument("--radius-mode", default="tight", choices=list(RADIUS_MODES), help="FRT radii")
-    p.add_argument("--tree-out", help="also write the published tree (node, parent, level, rep_point, in_R, ...)")
-    add_common_arguments(p, {"--out": "where to write the published facilities CSV (node, level, point, x, y, ...)"})
-    p.set_defaults(run=_run)
-
-
-def _run(args) -> int:
-    from dpmodels.instances.facility import from_csv
-
-    f = _check_cost(args.f)
-    lam = check_lambda(args.lam, "--lam")
-    data = from_csv(args.points, f=f, count_column=args.count_column)
-    flags = ["--out"] + (["--tree-out"] if args.tree_out else [])
-    session, outs, ledger = open_release(args, data, data.name, flags)
-    _refuse_overwriting_input({**outs, "--ledger": ledger}, args.points)
-    published = release(session, session.epsilon, lam=lam, radius_mode=args.radius_mode)
-    rows, columns = data.info["rows"], data.info["columns"]
-    facilities_frame(published, data.points, rows, columns).to_csv(outs["--out"], index=False)
-    if args.tree_out:
-        tree_frame(published, data.points, rows, columns).to_csv(outs["--tree-out"], index=False)
-    _report(published)
-    return finish(session, list(outs.values()), ledger)
-
-
-def _check_cost(f: float) -> float:
-    if not (math.isfinite(f) and f > 0):
-        raise DataValidationError("--f", f"must be a finite number > 0, got {f}")
-    return f
-
-
-def _refuse_overwriting_input(outputs: dict[str, Path], points) -> None:
-    """No output may replace the points file."""
-    source = Path(points).resolve()
-    for flag, path in outputs.items():
-        if path.resolve() == source:
-            raise DataValidationError(flag, f"{path} would overwrite the input --points")
-
-
-def _report(published: FacilityRelease) -> None:
-    """The public parameters of the release (nothing computed from the counts but R)."""
-    t = published.tree
-    print(
-        f"published {len(t.R)} candidate facilities (R) on a tree of {t.tree.n_nodes} nodes, L = {t.tree.L}, "
-        f"L' = {t.lprime}, d_min = {published.scale:g}; epsilon used {t.eps_used:.6g} of {t.epsilon:g}"
-    )
