@@ -1,13 +1,21 @@
-"""Privacy budgets: exact splits and a ledger of what each mechanism spent.
+"""Privacy budgets: exact splits, and the one accountant every family uses.
 
-Pure epsilon-DP composes simply: measurements on disjoint parts of the data (regions of
-one level) compose in parallel (the max counts), groups of measurements on the same data
-compose sequentially (the sum counts).  The ledger records every measurement with its
-sensitivity, budget and noise scale so that tests and users can audit a run.
+:class:`PrivacyLedger` records every step of a mechanism: a noisy measurement with its
+sensitivity, epsilon and noise scale (:meth:`PrivacyLedger.record`: PGSR, TopDown, facility
+location), or a step of known privacy cost such as one exponential mechanism
+(:meth:`PrivacyLedger.charge`: the submodular algorithms).  Steps of one ``group`` touch
+disjoint parts of the data and compose in parallel (the group costs its largest epsilon and
+delta); groups compose sequentially.  Totals: basic composition in exact arithmetic, and the
+corrected advanced compositions (A8 of the submodular spec) for long sequences: zCDP
+(Bun-Steinke, ``rho = sum eps_g^2 / 2``, ``eps = rho + 2 sqrt(rho ln(1/delta'))``) and
+Dwork-Rothblum-Vadhan (``eps0 sqrt(2k ln(1/delta')) + k eps0 (e^eps0 - 1)``); :meth:`total`
+reports the smallest valid bound.  A private ledger refuses components that read the data
+without noise (:meth:`require_private`), and it records where the randomness came from.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -16,9 +24,28 @@ import pandas as pd
 
 from .errors import PrivacyParameterError
 from .noise import as_epsilon, exact
+from .randomness import SECURE_SOURCE, describe
 from .samplers import exact_fraction
 
-__all__ = ["split_budget", "Measurement", "PrivacyLedger"]
+__all__ = ["split_budget", "Measurement", "PrivacyLedger", "NonPrivateComponentError", "step_epsilon"]
+
+
+class NonPrivateComponentError(PrivacyParameterError):
+    """A component that reads private data without a privacy guarantee was used in private mode."""
+
+
+def step_epsilon(epsilon, field: str = "epsilon") -> Fraction | float:
+    """A step's epsilon exactly: a Fraction (a float read as the decimal it prints as), ``inf``
+    kept as ``inf`` (the non-private limit, allowed only in a non-private ledger's totals), 0 allowed."""
+    if isinstance(epsilon, bool):
+        raise PrivacyParameterError(field, f"must be a number, got {epsilon!r}")
+    try:
+        value = float(epsilon)
+    except (TypeError, ValueError) as err:
+        raise PrivacyParameterError(field, f"must be a number, got {epsilon!r}") from err
+    if math.isnan(value) or value < 0:
+        raise PrivacyParameterError(field, f"must be >= 0 (0: uniform, inf: non-private), got {epsilon!r}")
+    return math.inf if math.isinf(value) else exact(epsilon, field)
 
 
 def split_budget(epsilon, parts: int | Sequence) -> list[Fraction]:
@@ -41,34 +68,48 @@ def split_budget(epsilon, parts: int | Sequence) -> list[Fraction]:
 
 @dataclass(frozen=True)
 class Measurement:
-    """One noisy query: ``noise`` with ``scale = sensitivity / epsilon`` on ``count`` cells."""
+    """One step: a noisy query with ``scale = sensitivity / epsilon`` on ``count`` cells, or
+    (``sensitivity`` and ``scale`` None) a step of known cost such as an exponential mechanism."""
 
     query: str
     group: str
-    sensitivity: Fraction
-    epsilon: Fraction
-    scale: Fraction
+    sensitivity: Fraction | None
+    epsilon: Fraction | float
+    scale: Fraction | None
     noise: str
     count: int = 1
+    delta: Fraction = Fraction(0)
 
     def __post_init__(self):
-        if self.scale != self.sensitivity / self.epsilon:
+        if self.scale is not None and self.scale != self.sensitivity / self.epsilon:
             raise PrivacyParameterError(
                 "scale", f"{self.scale} != sensitivity/epsilon = {self.sensitivity / self.epsilon} for {self.query}"
             )
 
+    @property
+    def name(self) -> str:
+        return self.query
+
+    def exact(self) -> tuple[Fraction | float, Fraction]:
+        return self.epsilon, self.delta
+
 
 @dataclass
 class PrivacyLedger:
-    """Measurements grouped into parallel groups that compose sequentially.
+    """The accountant of every family: steps grouped into parallel groups that compose sequentially.
 
-    Within a ``group`` the measurements touch disjoint data (parallel composition: the
-    group costs its largest epsilon); the groups add up (sequential composition).
+    Within a ``group`` the steps touch disjoint data (parallel composition: the group costs its
+    largest epsilon and delta); the groups add up (sequential composition).  ``private=False``
+    marks a ledger of a non-private run (limits, diagnostics): it may hold ``eps = inf`` steps
+    and lets non-private components run.
     """
 
     entries: list[Measurement] = field(default_factory=list)
     randomness: str = ""  # the source the noise was drawn from (dpmodels.core.randomness.describe)
+    private: bool = True
+    diagnostics: list[str] = field(default_factory=list)
 
+    # ---------------------------------------------------------------- recording
     def record(self, query: str, group: str, sensitivity, epsilon, noise: str, count: int = 1) -> Fraction:
         """Record a measurement and return its noise scale; a scale no exact sampler can draw is refused.
 
@@ -88,15 +129,113 @@ class PrivacyLedger:
         self.entries.append(m)
         return m.scale
 
-    def group_epsilons(self) -> dict[str, Fraction]:
-        out: dict[str, Fraction] = {}
+    def charge(self, name: str, epsilon, delta=0, group: str | None = None, noise: str = "") -> None:
+        """Record a step of known cost ``(epsilon, delta)`` (kept exactly); its own sequential
+        group unless ``group`` names one it shares (parallel) with other steps."""
+        eps = step_epsilon(epsilon)
+        dlt = exact(delta, "delta")
+        if not 0 <= dlt < 1:
+            raise PrivacyParameterError("delta", f"must be in [0, 1), got {delta}")
+        group = group if group is not None else f"step {len(self.entries) + 1}: {name}"
+        self.entries.append(Measurement(name, group, None, eps, None, noise, 1, dlt))
+
+    def note_randomness(self, rng) -> None:
+        """Record the source of ``rng``; once a seeded (not private) stream is noted it stays noted."""
+        if self.randomness in ("", SECURE_SOURCE):
+            self.randomness = describe(rng)
+
+    def require_private(self, component: str, diagnostic: bool = False) -> None:
+        """Refuse ``component`` (it reads private data without noise) in a private ledger.
+
+        ``diagnostic=True`` allows it when its result is reported only and never feeds an output.
+        """
+        if diagnostic:
+            self.diagnostics.append(component)
+            return
+        if self.private:
+            raise NonPrivateComponentError(
+                "component",
+                f"{component} reads the private data without a privacy guarantee; it is refused in private mode "
+                "(use the private algorithm, or pass diagnostic=True for a report that never feeds the output)",
+            )
+
+    # ---------------------------------------------------------------- totals
+    @property
+    def charges(self) -> list[Measurement]:
+        """The steps, in order (the name the submodular code reads them by)."""
+        return self.entries
+
+    def groups(self) -> dict[str, tuple[Fraction | float, Fraction]]:
+        """``group -> (epsilon, delta)``: the largest of each over the group's parallel steps."""
+        out: dict[str, tuple] = {}
         for m in self.entries:
-            out[m.group] = max(out.get(m.group, Fraction(0)), m.epsilon)
+            eps, dlt = out.get(m.group, (Fraction(0), Fraction(0)))
+            out[m.group] = (max(eps, m.epsilon), max(dlt, m.delta))
         return out
 
+    def group_epsilons(self) -> dict[str, Fraction | float]:
+        return {g: eps for g, (eps, _) in self.groups().items()}
+
     @property
-    def total_epsilon(self) -> Fraction:
-        return sum(self.group_epsilons().values(), Fraction(0))
+    def steps(self) -> int:
+        """Sequentially composed steps (groups)."""
+        return len(self.groups())
+
+    def basic_exact(self) -> tuple[Fraction | float, Fraction]:
+        """Basic composition in exact arithmetic: ``(sum eps_g, sum delta_g)`` (``inf`` if a step is)."""
+        groups = self.groups().values()
+        return sum((e for e, _ in groups), Fraction(0)), sum((d for _, d in groups), Fraction(0))
+
+    def basic(self) -> tuple[float, float]:
+        eps, dlt = self.basic_exact()
+        return float(eps), float(dlt)
+
+    @property
+    def total_epsilon(self) -> Fraction | float:
+        return self.basic_exact()[0]
+
+    @property
+    def total_delta(self) -> Fraction:
+        return self.basic_exact()[1]
+
+    def zcdp(self, delta_prime: float) -> tuple[float, float]:
+        """Bun-Steinke: ``eps_g``-DP is ``eps_g^2/2``-zCDP; ``rho``-zCDP is ``(rho + 2 sqrt(rho ln 1/d'), d')``."""
+        _check_delta_prime(delta_prime)
+        groups = self.groups().values()
+        rho = sum(0.5 * float(e) ** 2 for e, _ in groups)
+        eps = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta_prime))
+        return eps, delta_prime + sum(float(d) for _, d in groups)
+
+    def drv(self, delta_prime: float) -> tuple[float, float]:
+        """Dwork-Rothblum-Vadhan with ``eps0 = max eps_g``: ``eps0 sqrt(2k ln 1/d') + k eps0 (e^eps0 - 1)``."""
+        _check_delta_prime(delta_prime)
+        groups = list(self.groups().values())
+        k = len(groups)
+        eps0 = max((float(e) for e, _ in groups), default=0.0)
+        delta0 = max((float(d) for _, d in groups), default=0.0)
+        eps = eps0 * math.sqrt(2 * k * math.log(1.0 / delta_prime)) + k * eps0 * math.expm1(eps0)
+        return eps, delta_prime + k * delta0
+
+    def total(self, delta_prime: float | None = None) -> tuple[float, float]:
+        """The smallest valid ``(eps, delta)`` bound: basic, or with ``delta_prime`` also zCDP and DRV
+        (the minimum epsilon among the bounds; its delta comes with it)."""
+        bounds = [self.basic()]
+        if delta_prime is not None:
+            bounds += [self.zcdp(delta_prime), self.drv(delta_prime)]
+        return min(bounds, key=lambda b: (b[0], b[1]))
+
+    def summary(self, delta_prime: float | None = None) -> dict:
+        eps, delta = self.total(delta_prime)
+        basic = self.basic()
+        return {
+            "steps": self.steps,
+            "basic_epsilon": basic[0],
+            "basic_delta": basic[1],
+            "epsilon": eps,
+            "delta": delta,
+            "diagnostics": list(self.diagnostics),
+            "randomness": self.randomness,
+        }
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame(
@@ -104,12 +243,18 @@ class PrivacyLedger:
                 {
                     "query": m.query,
                     "group": m.group,
-                    "sensitivity": float(m.sensitivity),
+                    "sensitivity": None if m.sensitivity is None else float(m.sensitivity),
                     "epsilon": float(m.epsilon),
-                    "scale": float(m.scale),
+                    "delta": float(m.delta),
+                    "scale": None if m.scale is None else float(m.scale),
                     "noise": m.noise,
                     "cells": m.count,
                 }
                 for m in self.entries
             ]
         )
+
+
+def _check_delta_prime(delta_prime: float) -> None:
+    if not 0 < delta_prime < 1:
+        raise PrivacyParameterError("delta_prime", f"must be in (0, 1), got {delta_prime}")

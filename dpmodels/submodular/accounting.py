@@ -13,22 +13,22 @@ In private mode, a non-private component (greedy on private data, an LP on the p
 deterministic pipage rounding) is refused unless flagged as a diagnostic, and so is a mechanism
 run at ``eps = inf`` (the exact argmax) or ``eps = 0`` (:func:`check_private_epsilon`).
 
-Charges are kept exactly as well: the step functions return Fractions (``eps`` read as the
-decimal it prints as, a Fraction as itself), so :meth:`PrivacyAccountant.basic_exact` is the
-rational total a :class:`~dpmodels.core.session.PrivacySession` adds (``0.1 + 0.1 + 0.1`` is
-``3/10``, not ``0.30000000000000004``).  The accountant also records where the mechanism's
-randomness came from (:attr:`PrivacyAccountant.randomness`).
+The accountant is the core :class:`~dpmodels.core.accounting.PrivacyLedger` (one type for every
+family; ``PrivacyAccountant`` is its name here).  Charges are kept exactly: the step functions
+return Fractions (``eps`` read as the decimal it prints as, a Fraction as itself), so
+``basic_exact()`` is the rational total a :class:`~dpmodels.core.session.PrivacySession` adds
+(``0.1 + 0.1 + 0.1`` is ``3/10``, not ``0.30000000000000004``).  The ledger also records where the
+mechanism's randomness came from (``randomness``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from fractions import Fraction
 
+from dpmodels.core.accounting import NonPrivateComponentError, PrivacyLedger, step_epsilon
 from dpmodels.core.errors import PrivacyParameterError
 from dpmodels.core.noise import exact
-from dpmodels.core.randomness import SECURE_SOURCE, describe
 from dpmodels.core.selection import as_rational
 
 __all__ = [
@@ -41,13 +41,9 @@ __all__ = [
     "greedy_step_epsilon",
     "calibrate_alg1",
     "calibrate_greedy",
-    "Charge",
+    "NonPrivateComponentError",
     "PrivacyAccountant",
 ]
-
-
-class NonPrivateComponentError(PrivacyParameterError):
-    """A component that reads private data without a privacy guarantee was used in private mode."""
 
 
 def check_epsilon(epsilon, field: str = "epsilon") -> float:
@@ -82,8 +78,7 @@ def check_private_epsilon(epsilon, private: bool, field: str = "epsilon") -> flo
 
 def exact_epsilon(epsilon) -> Fraction | float:
     """``epsilon`` as an exact Fraction (a float read as the decimal it prints as); ``inf`` stays ``inf``."""
-    eps = check_epsilon(epsilon)
-    return eps if math.isinf(eps) else exact(epsilon, "epsilon")
+    return step_epsilon(epsilon)
 
 
 def alg1_step_epsilon(epsilon, r: int) -> Fraction | float:
@@ -122,113 +117,6 @@ def calibrate_greedy(total_epsilon: float, r: int) -> float:
     return total / r
 
 
-@dataclass(frozen=True)
-class Charge:
-    """One mechanism call: what, its epsilon and delta (floats), and both as exact rationals."""
-
-    name: str
-    epsilon: float
-    delta: float = 0.0
-    exact_epsilon: Fraction | float | None = None  # None: read from ``epsilon``'s decimal
-    exact_delta: Fraction | None = None
-
-    def exact(self) -> tuple[Fraction | float, Fraction]:
-        """``(epsilon, delta)`` exactly: the recorded Fractions, else the floats' decimals."""
-        eps = self.exact_epsilon if self.exact_epsilon is not None else exact_epsilon(self.epsilon)
-        return eps, self.exact_delta if self.exact_delta is not None else exact(self.delta, "delta")
-
-
-@dataclass
-class PrivacyAccountant:
-    """Ledger of per-step charges; ``private=True`` refuses non-private components.
-
-    ``randomness`` is :func:`~dpmodels.core.randomness.describe` of the mechanism's stream (set by
-    :meth:`note_randomness`; a seeded run marks the ledger not private for good)."""
-
-    private: bool = True
-    charges: list[Charge] = field(default_factory=list)
-    diagnostics: list[str] = field(default_factory=list)
-    randomness: str = ""
-
-    def charge(self, name: str, epsilon, delta=0.0) -> None:
-        """Record one step; ``epsilon`` and ``delta`` may be Fractions (kept exactly) or floats."""
-        eps = check_epsilon(epsilon)
-        if not 0 <= delta < 1:
-            raise PrivacyParameterError("delta", f"must be in [0, 1), got {delta}")
-        self.charges.append(Charge(name, eps, float(delta), exact_epsilon(epsilon), exact(delta, "delta")))
-
-    def note_randomness(self, rng) -> None:
-        """Record the source of ``rng``; once a seeded (not private) stream is noted it stays noted."""
-        if self.randomness in ("", SECURE_SOURCE):
-            self.randomness = describe(rng)
-
-    def require_private(self, component: str, diagnostic: bool = False) -> None:
-        """Refuse ``component`` (it reads private data without noise) in private mode.
-
-        ``diagnostic=True`` allows it when its result is reported only and never feeds an output.
-        """
-        if diagnostic:
-            self.diagnostics.append(component)
-            return
-        if self.private:
-            raise NonPrivateComponentError(
-                "component",
-                f"{component} reads the private data without a privacy guarantee; it is refused in private mode "
-                "(use the private algorithm, or pass diagnostic=True for a report that never feeds the output)",
-            )
-
-    # ---------------------------------------------------------------- totals
-    @property
-    def steps(self) -> int:
-        return len(self.charges)
-
-    def basic(self) -> tuple[float, float]:
-        """Basic composition: ``(sum eps_i, sum delta_i)``."""
-        return sum(c.epsilon for c in self.charges), sum(c.delta for c in self.charges)
-
-    def basic_exact(self) -> tuple[Fraction | float, Fraction]:
-        """:meth:`basic` in exact arithmetic (``inf`` if a diagnostic step was charged ``inf``)."""
-        pairs = [c.exact() for c in self.charges]
-        return sum((e for e, _ in pairs), Fraction(0)), sum((d for _, d in pairs), Fraction(0))
-
-    def zcdp(self, delta_prime: float) -> tuple[float, float]:
-        """Bun-Steinke: ``eps_i``-DP is ``eps_i^2/2``-zCDP; ``rho``-zCDP is ``(rho + 2 sqrt(rho ln 1/d'), d')``."""
-        _check_delta_prime(delta_prime)
-        rho = sum(0.5 * c.epsilon**2 for c in self.charges)
-        eps = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta_prime))
-        return eps, delta_prime + sum(c.delta for c in self.charges)
-
-    def drv(self, delta_prime: float) -> tuple[float, float]:
-        """Dwork-Rothblum-Vadhan with ``eps0 = max eps_i``: ``eps0 sqrt(2k ln 1/d') + k eps0 (e^eps0 - 1)``."""
-        _check_delta_prime(delta_prime)
-        k = self.steps
-        eps0 = max((c.epsilon for c in self.charges), default=0.0)
-        delta0 = max((c.delta for c in self.charges), default=0.0)
-        eps = eps0 * math.sqrt(2 * k * math.log(1.0 / delta_prime)) + k * eps0 * math.expm1(eps0)
-        return eps, delta_prime + k * delta0
-
-    def total(self, delta_prime: float | None = None) -> tuple[float, float]:
-        """The smallest valid ``(eps, delta)`` bound: basic, or with ``delta_prime`` also zCDP and DRV
-        (the minimum epsilon among the bounds; its delta comes with it)."""
-        bounds = [self.basic()]
-        if delta_prime is not None:
-            bounds += [self.zcdp(delta_prime), self.drv(delta_prime)]
-        return min(bounds, key=lambda b: (b[0], b[1]))
-
-    def summary(self, delta_prime: float | None = None) -> dict:
-        eps, delta = self.total(delta_prime)
-        basic = self.basic()
-        return {
-            "steps": self.steps,
-            "basic_epsilon": basic[0],
-            "basic_delta": basic[1],
-            "epsilon": eps,
-            "delta": delta,
-            "diagnostics": list(self.diagnostics),
-            "randomness": self.randomness,
-        }
-
-
-def _check_delta_prime(delta_prime: float) -> None:
-    if not 0 < delta_prime < 1:
-        raise PrivacyParameterError("delta_prime", f"must be in (0, 1), got {delta_prime}")
+#: The submodular algorithms' accountant is the core ledger every family uses (one type):
+#: each exponential mechanism is a :meth:`~dpmodels.core.accounting.PrivacyLedger.charge`.
+PrivacyAccountant = PrivacyLedger

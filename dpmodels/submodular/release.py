@@ -68,7 +68,7 @@ class SubmodularLedger:
     def to_frame(self) -> pd.DataFrame:
         """One row per exponential mechanism, then the total with the composition that gave it."""
         rows = [
-            {"step": c.name, "epsilon": c.epsilon, "epsilon_exact": str(c.exact()[0]), "delta": c.delta}
+            {"step": c.name, "epsilon": float(c.epsilon), "epsilon_exact": str(c.epsilon), "delta": float(c.delta)}
             for c in self.accountant.charges
         ]
         rows.append(

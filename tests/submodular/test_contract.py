@@ -23,7 +23,7 @@ from dpmodels.submodular.models import (
 )
 
 FLAGS = {
-    "submodular.matroid_lp": (MatroidLPPayload, False, "linear"),
+    "submodular.matroid_lp": (MatroidLPPayload, True, "linear"),  # the 0/1 program, built relaxed by default
     "submodular.multilinear": (SubmodularPayload, False, "polynomial"),
     "submodular.coverage_milp": (SubmodularPayload, True, "linear"),
     "submodular.facility_milp": (SubmodularPayload, True, "linear"),
@@ -50,7 +50,8 @@ def test_every_builder_is_registered_with_honest_flags_and_an_example():
         marker = get_marker(model)
         assert marker.formulation == form.name and isinstance(marker.data, payload)
         if objective != "polynomial":  # the declared class is the built one
-            assert declared_class(model) == model_class(model) == form.problem_class()
+            relaxed = bool(marker.options.get("relax", False))
+            assert declared_class(model) == model_class(model) == form.problem_class(relaxed)
         else:  # the multilinear extension: declared NLP (no LP/QP backend is offered it)
             assert declared_class(model) == "NLP"
     for name in ("submodular.coverage_milp", "submodular.facility_milp", "submodular.kcoverage_milp"):

@@ -93,10 +93,10 @@ def test_a_seeded_run_marks_a_shared_accountant_for_good(cases):
 
 
 def test_the_accountant_sums_exactly():
-    """Mitrovic at eps = 0.1 on rank 3: 3/10 exactly (the float sum is 0.30000000000000004)."""
+    """Mitrovic at eps = 0.1 on rank 3: 3/10 exactly (a float sum would be 0.30000000000000004)."""
     inst = instances.generate("submodular/coverage", seed=1, n=12, users=30, rank=3)
     res = mechanism.mitrovic_private_greedy(inst.function, inst.matroid, 0.1, seed=0)
     assert res.accountant.basic_exact() == (Fraction(3, 10), 0)
-    assert res.accountant.basic()[0] == 0.30000000000000004 and res.release.epsilon == 0.3
+    assert res.accountant.basic()[0] == 0.3 and res.release.epsilon == 0.3  # the float of the exact sum
     third = mechanism.mitrovic_private_greedy(inst.function, inst.matroid, Fraction(1, 3), seed=0)
     assert third.accountant.basic_exact()[0] == 1  # a Fraction epsilon stays exact
