@@ -40,7 +40,7 @@ OBJECTIVES = ("linear", "quadratic", "polynomial")
 class Formulation:
     """One registered model shape.
 
-    ``integer``: the builder's default model has integer variables (``relax=True``, where the
+    ``integer``: the model has integer variables unless built relaxed (``relax=True``, where the
     builder offers it, gives the continuous relaxation).
     """
 
