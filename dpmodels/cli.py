@@ -92,12 +92,13 @@ def _add_family(family, cmp_sub, bench_sub, rel_sub) -> None:
     """``compare``, ``bench`` (and ``release``) subcommands of one family, from its declaration."""
     for sub, command in ((cmp_sub, family.compare), (bench_sub, family.bench), (rel_sub, family.release)):
         if command is not None:
-            _add_command(sub, family.name, command, family.aliases)
+            _add_command(sub, family.name, command, family.aliases, family.summary)
 
 
-def _add_command(sub, name: str, command: Command, aliases=()) -> None:
+def _add_command(sub, name: str, command: Command, aliases=(), family: str = "") -> None:
+    description = f"{command.help}. Family: {family}." if family else command.help
     parser = sub.add_parser(
-        name, help=command.help, description=command.help, aliases=list(aliases), formatter_class=HelpFormatter
+        name, help=command.help, description=description, aliases=list(aliases), formatter_class=HelpFormatter
     )
     command.add_arguments(parser)
     parser.set_defaults(run=command.run)
@@ -128,8 +129,8 @@ def _run_solvers(args) -> int:
         print(f"{'':26s} {caps.guarantee}; time limit {'yes' if caps.time_limit else 'refused'}")
         if args.name:
             print(f"{'':26s} options: {'none' if not caps.options else ''}")
-            for option, doc in caps.options.items():
-                print(f"{'':28s}{option}: {doc}")
+            for option in caps.options.values():
+                print(f"{'':28s}{option.name} (default {option.default!r}): {option.doc}")
     return 0
 
 

@@ -39,7 +39,7 @@ from pyomo.contrib.solver.common.base import Availability, SolverBase
 from pyomo.contrib.solver.common.config import SolverConfig
 from pyomo.contrib.solver.common.results import Results, TerminationCondition
 
-from dpmodels.core.capabilities import Capabilities
+from dpmodels.core.capabilities import Capabilities, Option
 from dpmodels.core.errors import InfeasibleDomainError, ModelStructureError, SolverOptionError
 from dpmodels.core.marker import StructureMarker, checked_marker
 
@@ -49,16 +49,6 @@ __all__ = ["Option", "Controls", "StructureSolution", "StructureSolver", "ArrayS
 
 #: Config entries of Pyomo's SolverConfig (not plugin options).
 _PYOMO_ENTRIES = frozenset(SolverConfig())
-
-
-@dataclass(frozen=True)
-class Option:
-    """One declared plugin option: name, default, description and Pyomo config domain."""
-
-    name: str
-    default: Any = None
-    doc: str = ""
-    domain: Any = None
 
 
 @dataclass(frozen=True)
@@ -112,7 +102,7 @@ class StructureSolver(SolverBase):
             time_limit=cls.honours_time_limit,
             tee=True,
             duals=cls.duals,
-            options={opt.name: opt.doc for opt in cls._declared},
+            options={opt.name: opt for opt in cls._declared},
         )
 
     @classmethod

@@ -13,6 +13,7 @@ model's class before calling it (HiGHS on an integer QP returned ``unknown`` sil
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyomo.contrib.solver.common.factory import SolverFactory
 
@@ -20,9 +21,25 @@ from .errors import ModelStructureError, SolverUnavailableError
 from .formulations import get_formulation, model_class
 from .marker import get_marker
 
-__all__ = ["Capabilities", "BACKENDS", "SOLVER_ALIASES", "capabilities", "solvers_for", "check_can_solve"]
+__all__ = ["Option", "Capabilities", "BACKENDS", "SOLVER_ALIASES", "capabilities", "solvers_for", "check_can_solve"]
 
 SOLVER_ALIASES = {"scip": "scip_direct", "gurobi": "gurobi_direct"}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One declared solver option: name, default, description and Pyomo config domain (a
+    callable that returns the checked value or raises ``ValueError``).  A plugin's tuple of
+    these is its Pyomo config, its ``solve_data`` keywords and its command-line flags."""
+
+    name: str
+    default: Any = None
+    doc: str = ""
+    domain: Any = None
+
+    def parse(self, value):
+        """``value`` through the domain (the value itself without one)."""
+        return value if self.domain is None else self.domain(value)
 
 
 @dataclass(frozen=True)
@@ -32,7 +49,7 @@ class Capabilities:
     ``problem_classes``: the classes a backend solves (empty for a structure plugin, which
     solves ``formulations``).  ``exact``: a converged run is a proven optimum of the model
     (within the solver's documented tolerances); ``guarantee`` says what the result is in words.
-    ``options``: the plugin's declared options (name -> description).
+    ``options``: the plugin's declared options (name -> :class:`Option`).
     """
 
     name: str
@@ -45,7 +62,7 @@ class Capabilities:
     time_limit: bool = True
     tee: bool = True
     duals: bool = False
-    options: dict[str, str] = field(default_factory=dict)
+    options: dict[str, Option] = field(default_factory=dict)
 
 
 def _backend(name, classes, guarantee, duals=True) -> Capabilities:

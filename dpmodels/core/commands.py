@@ -32,6 +32,7 @@ __all__ = [
     "add_outputs",
     "check_outputs",
     "add_executor",
+    "add_solver_option",
     "add_progress",
     "report_written",
 ]
@@ -90,6 +91,39 @@ positive_int = _number(int, lambda v: v > 0, "an integer > 0")
 nonnegative_int = _number(int, lambda v: v >= 0, "an integer >= 0")
 positive_float = _number(float, lambda v: v > 0, "a finite number > 0")
 nonnegative_float = _number(float, lambda v: v >= 0, "a finite number >= 0")
+
+
+# ---------------------------------------------------------------------- solver options
+def add_solver_option(parser: argparse.ArgumentParser, solver: str, name: str, *, default=None, help_extra=""):
+    """Flag ``--<name>`` from option ``name`` declared by plugin ``solver``: its description,
+    its default (unless ``default`` overrides it) and its domain as the argument's type, so the
+    command line offers exactly what the plugin declares (one declaration)."""
+    from .capabilities import capabilities
+
+    caps = capabilities(solver)
+    if caps is None or name not in caps.options:
+        raise ValueError(f"solver {solver!r} declares no option {name!r}")
+    option = caps.options[name]
+
+    def parse(text: str):
+        for cast in (int, float, str):
+            try:
+                value = cast(text)
+                break
+            except ValueError:
+                continue
+        try:
+            return option.parse(value)
+        except (TypeError, ValueError) as err:
+            raise argparse.ArgumentTypeError(f"{option.doc}: {err}") from None
+
+    parse.__name__ = name
+    parser.add_argument(
+        f"--{name.replace('_', '-')}",
+        type=parse,
+        default=option.default if default is None else default,
+        help=f"{option.doc} ({solver}'s option {name}){help_extra}",
+    )
 
 
 # ---------------------------------------------------------------------- outputs

@@ -17,7 +17,7 @@ from dpmodels.core.commands import (
     add_executor,
     add_outputs,
     add_progress,
-    nonnegative_float,
+    add_solver_option,
     positive_float,
     positive_int,
     report_written,
@@ -74,12 +74,12 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         help="any of: " + ", ".join(f"'{m}'" for m in METHODS),
     )
     p.add_argument("--blocks", type=positive_int, default=4, help="M, the Benders blocks (the paper: 25 for N = 500)")
-    p.add_argument("--gap", type=nonnegative_float, default=1e-3, help="relative stopping gap of Benders and the IPM")
+    add_solver_option(p, "mdp_benders", "gap", help_extra="; the IPM stops at the same gap")
     p.add_argument(
         "--max-iter",
         type=positive_int,
         default=None,
-        help="iteration cap of Benders and the structured IPM (default: theirs, 500 and 100)",
+        help="iteration cap of Benders and the structured IPM (default: their declared max_iter, 500 and 100)",
     )
     p.add_argument(
         "--time-limit",
