@@ -2,10 +2,12 @@
 
 Modules: ``data`` (set-function oracles, instances), ``matroids``, ``multilinear`` (the multilinear
 extension and gradients), ``models`` (Pyomo builders), ``algorithms`` (non-private greedy, continuous
-greedy, rounding), ``mechanism`` (private Algorithms 1-4, Mitrovic's private greedy, exact output
-distributions), ``exponential`` (the exponential mechanism: exact draws from the core sampler),
-``exact_bases`` with ``exact_coins``, ``exact_graphic`` and ``exact_laminar`` (the exact exponential
-mechanism over the bases of a matroid), ``streams`` (secure or seeded random streams),
-``accounting`` (the privacy accountant), ``release`` (runs through a privacy session), ``results``,
-``compare`` and ``bench``.
+greedy, rounding), ``mechanism`` (the ledger, streams and overflow refusal every private run starts
+from), ``continuous_mechanisms`` (private Algorithms 1 and 2, and the rounding of their output),
+``greedy_mechanisms`` (Mitrovic's private greedy, Algorithms 3 and 4), ``privacy_audit`` (exact
+output distributions and the privacy loss), ``exponential`` (the exponential mechanism: exact draws
+from the core sampler), ``exact_bases`` with ``exact_coins``, ``exact_graphic`` and ``exact_laminar``
+(the exact exponential mechanism over the bases of a matroid), ``streams`` (secure or seeded random
+streams), ``accounting`` (the privacy accountant), ``release`` (runs through a privacy session),
+``results``, ``compare`` and ``bench``.
 """

@@ -27,7 +27,8 @@ import pandas as pd
 
 from .algorithms import continuous_greedy, greedy
 from .compare import VALUE
-from .mechanism import mitrovic_private_greedy, private_continuous_greedy
+from .continuous_mechanisms import private_continuous_greedy
+from .greedy_mechanisms import mitrovic_private_greedy
 
 __all__ = ["bench_rows", "run_bench"]
 

@@ -33,15 +33,9 @@ from .accounting import (
     check_private_epsilon,
     greedy_step_epsilon,
 )
+from .continuous_mechanisms import _alg2_width, improved_private_continuous_greedy, private_continuous_greedy
+from .greedy_mechanisms import mitrovic_private_greedy, private_k_greedy, private_k_greedy_sampled
 from .matroids import Matroid
-from .mechanism import (
-    _alg2_width,
-    improved_private_continuous_greedy,
-    mitrovic_private_greedy,
-    private_continuous_greedy,
-    private_k_greedy,
-    private_k_greedy_sampled,
-)
 
 __all__ = ["ALGORITHMS", "SubmodularLedger", "spend", "planned_accountant", "release"]
 

@@ -21,7 +21,7 @@ from dpmodels import instances
 from dpmodels.core import selection
 from dpmodels.core.samplers import EXACT_LIMIT
 from dpmodels.core.selection import exponential_mechanism
-from dpmodels.submodular import exact_bases, exponential, mechanism
+from dpmodels.submodular import continuous_mechanisms, exact_bases, exponential, greedy_mechanisms
 from dpmodels.submodular.exact_bases import sample_base
 from dpmodels.submodular.exact_coins import ExpCoins, logistic_bernoulli
 from dpmodels.submodular.exponential import em_choice, em_probabilities, inverse_temperature
@@ -263,23 +263,27 @@ def test_every_private_algorithm_draws_with_the_exact_samplers(monkeypatch):
     set_fm, k_fm = (trap.function, trap.matroid), (ex2.function, ex2.matroid)
     runs = {
         "alg1 bases": (
-            lambda: mechanism.private_continuous_greedy(*set_fm, 0.3, T=3, seed=0),
+            lambda: continuous_mechanisms.private_continuous_greedy(*set_fm, 0.3, T=3, seed=0),
             "conditional_poisson",
             6,
         ),
         "alg1 grid": (
-            lambda: mechanism.private_continuous_greedy(*set_fm, 0.3, T=3, cover="grid", q=1, seed=0),
+            lambda: continuous_mechanisms.private_continuous_greedy(*set_fm, 0.3, T=3, cover="grid", q=1, seed=0),
             "exponential_mechanism",
             3,
         ),
         "alg2": (
-            lambda: mechanism.improved_private_continuous_greedy(*set_fm, 0.3, T=2, sample_size=5, seed=0),
+            lambda: continuous_mechanisms.improved_private_continuous_greedy(*set_fm, 0.3, T=2, sample_size=5, seed=0),
             "exponential_mechanism",
             2,
         ),
-        "mitrovic": (lambda: mechanism.mitrovic_private_greedy(*set_fm, 0.3, seed=0), "exponential_mechanism", 2),
-        "alg3": (lambda: mechanism.private_k_greedy(*k_fm, 0.3, seed=0), "exponential_mechanism", 2),
-        "alg4": (lambda: mechanism.private_k_greedy_sampled(*k_fm, 0.3, seed=0), "exponential_mechanism", 2),
+        "mitrovic": (
+            lambda: greedy_mechanisms.mitrovic_private_greedy(*set_fm, 0.3, seed=0),
+            "exponential_mechanism",
+            2,
+        ),
+        "alg3": (lambda: greedy_mechanisms.private_k_greedy(*k_fm, 0.3, seed=0), "exponential_mechanism", 2),
+        "alg4": (lambda: greedy_mechanisms.private_k_greedy_sampled(*k_fm, 0.3, seed=0), "exponential_mechanism", 2),
     }
     for label, (run, sampler, count) in runs.items():
         calls.clear()

@@ -10,9 +10,9 @@ from submodular_cases import KINDS, make
 
 import dpmodels
 from dpmodels.core.errors import DataValidationError, ModelStructureError
+from dpmodels.submodular.continuous_mechanisms import grid_cover
 from dpmodels.submodular.data import as_mask
 from dpmodels.submodular.matroids import ExplicitMatroid, GraphicMatroid, LaminarMatroid, PartitionMatroid
-from dpmodels.submodular.mechanism import grid_cover
 from dpmodels.submodular.models import build_matroid_lp
 
 
@@ -199,8 +199,8 @@ def test_graphic_sampler_matches_the_law_at_a_wide_range():
 def test_graphic_sampler_path_does_not_depend_on_the_data():
     """Review F2 / e3: on K7 (21 edges) the old sampler raised on D (conductance range e^18.5) but
     not on the neighbour D' -- an observable difference, i.e. infinite privacy loss."""
+    from dpmodels.submodular.continuous_mechanisms import private_continuous_greedy
     from dpmodels.submodular.data import WeightedCoverage
-    from dpmodels.submodular.mechanism import private_continuous_greedy
 
     M = GraphicMatroid(7, list(itertools.combinations(range(7), 2)))
     inc = np.zeros((21, 37))

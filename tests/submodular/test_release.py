@@ -15,9 +15,10 @@ import pytest
 from dpmodels import instances
 from dpmodels.submodular.algorithms import greedy
 from dpmodels.submodular.compare import RATIO, RATIO_MEAN, VALUE, compare_submodular, privacy_utility
+from dpmodels.submodular.continuous_mechanisms import private_continuous_greedy
 from dpmodels.submodular.data import WeightedCoverage
+from dpmodels.submodular.greedy_mechanisms import mitrovic_private_greedy
 from dpmodels.submodular.matroids import UniformMatroid
-from dpmodels.submodular.mechanism import mitrovic_private_greedy, private_continuous_greedy
 from dpmodels.submodular.results import ContinuousRelease, GreedyRelease, TrueDataDiagnostics
 
 

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
+from dpmodels.submodular.continuous_mechanisms import improved_private_continuous_greedy, private_continuous_greedy
 from dpmodels.submodular.data import (
     CallableFunction,
     DecomposableSum,
@@ -25,6 +26,7 @@ from dpmodels.submodular.data import (
     ad_slots,
     check_sensitivity,
 )
+from dpmodels.submodular.greedy_mechanisms import mitrovic_private_greedy, private_k_greedy
 from dpmodels.submodular.matroids import (
     ExplicitMatroid,
     GraphicMatroid,
@@ -32,12 +34,6 @@ from dpmodels.submodular.matroids import (
     PartitionMatroid,
     UniformMatroid,
     esp_sample,
-)
-from dpmodels.submodular.mechanism import (
-    improved_private_continuous_greedy,
-    mitrovic_private_greedy,
-    private_continuous_greedy,
-    private_k_greedy,
 )
 
 # ----------------------------------------------------------------------------- F1: record certification
@@ -221,7 +217,8 @@ def test_public_max_value_is_opt_in():
 def test_private_runs_need_a_public_bound_on_F():
     """Without a public M_F, whether eps' times the scores overflows (and the sampler refuses)
     would depend on the data; private runs refuse such functions up front, and run once it is declared."""
-    from dpmodels.submodular.mechanism import mitrovic_private_greedy, private_continuous_greedy
+    from dpmodels.submodular.continuous_mechanisms import private_continuous_greedy
+    from dpmodels.submodular.greedy_mechanisms import mitrovic_private_greedy
 
     undeclared = CallableFunction(lambda S: float(min(len(S), 2)), 3, sensitivity=1.0)
     declared = CallableFunction(lambda S: float(min(len(S), 2)), 3, sensitivity=1.0, max_value=2.0)

@@ -15,7 +15,7 @@ from dpmodels.core.noise import exact
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE
 from dpmodels.core.session import BudgetExceededError, PrivacySession
 from dpmodels.submodular import exact_bases, exponential
-from dpmodels.submodular.mechanism import private_continuous_greedy
+from dpmodels.submodular.continuous_mechanisms import private_continuous_greedy
 from dpmodels.submodular.release import ALGORITHMS, planned_accountant, release, spend
 from dpmodels.submodular.results import ContinuousRelease, GreedyRelease
 

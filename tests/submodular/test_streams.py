@@ -14,7 +14,7 @@ import randomgen
 from dpmodels import instances
 from dpmodels.core.errors import PrivacyParameterError
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE, SecureGenerator, is_secure
-from dpmodels.submodular import mechanism
+from dpmodels.submodular import continuous_mechanisms, greedy_mechanisms
 from dpmodels.submodular.accounting import PrivacyAccountant
 from dpmodels.submodular.streams import streams
 
@@ -27,11 +27,13 @@ def cases():
     ex2 = instances.load("submodular/k-coverage-example")
     set_fm, k_fm = (trap.function, trap.matroid), (ex2.function, ex2.matroid)
     return {
-        "alg1": lambda **kw: mechanism.private_continuous_greedy(*set_fm, 0.5, T=3, **kw),
-        "alg2": lambda **kw: mechanism.improved_private_continuous_greedy(*set_fm, 0.5, T=2, sample_size=6, **kw),
-        "mitrovic": lambda **kw: mechanism.mitrovic_private_greedy(*set_fm, 0.5, **kw),
-        "alg3": lambda **kw: mechanism.private_k_greedy(*k_fm, 0.5, **kw),
-        "alg4": lambda **kw: mechanism.private_k_greedy_sampled(*k_fm, 0.5, **kw),
+        "alg1": lambda **kw: continuous_mechanisms.private_continuous_greedy(*set_fm, 0.5, T=3, **kw),
+        "alg2": lambda **kw: continuous_mechanisms.improved_private_continuous_greedy(
+            *set_fm, 0.5, T=2, sample_size=6, **kw
+        ),
+        "mitrovic": lambda **kw: greedy_mechanisms.mitrovic_private_greedy(*set_fm, 0.5, **kw),
+        "alg3": lambda **kw: greedy_mechanisms.private_k_greedy(*k_fm, 0.5, **kw),
+        "alg4": lambda **kw: greedy_mechanisms.private_k_greedy_sampled(*k_fm, 0.5, **kw),
     }
 
 
@@ -68,7 +70,11 @@ def test_a_seed_keeps_the_reproducible_seedsequence_streams():
 def test_private_runs_are_secure_by_default_and_say_so(cases, name, monkeypatch):
     """No seed: the mechanism's draws come from a secure generator and the accountant records it."""
     seen: list = []
-    for module, attr in ((mechanism, "em_choice"), (mechanism, "_sample_base")):
+    for module, attr in (
+        (continuous_mechanisms, "em_choice"),
+        (continuous_mechanisms, "_sample_base"),
+        (greedy_mechanisms, "em_choice"),
+    ):
         original = getattr(module, attr)
         monkeypatch.setattr(module, attr, lambda *a, _o=original: seen.append(is_secure(a[-1])) or _o(*a))
     res = cases[name]()
@@ -95,8 +101,8 @@ def test_a_seeded_run_marks_a_shared_accountant_for_good(cases):
 def test_the_accountant_sums_exactly():
     """Mitrovic at eps = 0.1 on rank 3: 3/10 exactly (a float sum would be 0.30000000000000004)."""
     inst = instances.generate("submodular/coverage", seed=1, n=12, users=30, rank=3)
-    res = mechanism.mitrovic_private_greedy(inst.function, inst.matroid, 0.1, seed=0)
+    res = greedy_mechanisms.mitrovic_private_greedy(inst.function, inst.matroid, 0.1, seed=0)
     assert res.accountant.basic_exact() == (Fraction(3, 10), 0)
     assert res.accountant.basic()[0] == 0.3 and res.release.epsilon == 0.3  # the float of the exact sum
-    third = mechanism.mitrovic_private_greedy(inst.function, inst.matroid, Fraction(1, 3), seed=0)
+    third = greedy_mechanisms.mitrovic_private_greedy(inst.function, inst.matroid, Fraction(1, 3), seed=0)
     assert third.accountant.basic_exact()[0] == 1  # a Fraction epsilon stays exact

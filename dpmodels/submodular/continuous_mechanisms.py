@@ -1,0 +1,355 @@
+"""Algorithms 1 and 2: the private continuous-greedy mechanisms, and the public post-processing
+that rounds their output.
+
+At each of ``T`` steps an exponential mechanism picks a direction ``y`` of the matroid polytope
+with score ``<y, grad f(x)>`` and inverse temperature ``eps' = eps / (2 Delta)`` as a Fraction
+(Def 2.7), drawn exactly (:mod:`.exponential`, and the base sampler of :mod:`.exact_bases`) and
+charged its exact per-step cost (spec 1.7) in a :class:`PrivacyAccountant`; ``x_T`` is the mean
+of the directions.  Algorithm 1 draws from a cover of ``P(M)`` (the bases, averages of bases, a
+grid or explicit points); Algorithm 2 from a data-independent uniform sub-sample of the cover with
+a quantised score.  A run starts under the family's contract (:mod:`.mechanism`: ledger, streams,
+overflow refusal); gradient samples, Alg. 2's cover sub-samples and rounding draw from streams
+separate from the exponential mechanism's.  ``x_T`` is rounded by swap rounding of bases;
+non-base directions are first lifted to bases by the spec 6.3 LP (:func:`lift_to_bases`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dpmodels.core.errors import DataValidationError, PrivacyParameterError
+
+from .accounting import PrivacyAccountant, alg1_step_epsilon, alg2_step_epsilon, check_epsilon
+from .algorithms import check_pair, gradient_oracle, swap_rounding
+from .data import SetFunction
+from .exact_bases import sample_base as _sample_base
+from .exponential import _inv_temp, em_choice
+from .matroids import Matroid
+from .mechanism import _check_finite_scale, _rngs, _run_ledger
+from .multilinear import has_closed_form, multilinear
+from .results import ContinuousRelease, TrueDataDiagnostics, as_tuple, epsilon_spent
+
+__all__ = [
+    "grid_cover",
+    "PrivateCGResult",
+    "private_continuous_greedy",
+    "improved_private_continuous_greedy",
+    "alg2_sample_size",
+    "decompose",
+    "lift_to_bases",
+]
+
+
+# ----------------------------------------------------------------------------- covers
+
+
+def grid_cover(M: Matroid, q: int) -> np.ndarray:
+    """``{z in {0, 1/q, ..., 1}^E : z in P(M)}``: a ``sqrt(|E|)/q``-cover of ``P(M)`` (spec 3.1)."""
+    if int(q) < 1:
+        raise DataValidationError("q", f"the grid resolution must be >= 1, got {q}")
+    if (q + 1) ** M.n > 2_000_000:
+        raise DataValidationError("q", f"the grid has (q+1)^|E| = {(q + 1) ** M.n} points; use cover='bases'")
+    levels = np.arange(q + 1) / q
+    pts = [np.array(z) for z in itertools.product(levels, repeat=M.n)]
+    return np.array([z for z in pts if M.contains(z)])
+
+
+def _cover_points(M: Matroid, cover: str, q, points) -> np.ndarray | None:
+    if cover == "bases":
+        return None
+    if cover == "grid":
+        if q is None:
+            raise DataValidationError("q", "cover='grid' needs the grid resolution q")
+        return grid_cover(M, q)
+    if cover == "explicit":
+        pts = np.asarray(points, dtype=np.float64)
+        if pts.ndim != 2 or pts.shape[1] != M.n or not all(M.contains(p) for p in pts):
+            raise DataValidationError("points", "explicit cover points must be rows in P(M)")
+        return pts
+    raise DataValidationError("cover", f"must be bases, grid or explicit, got {cover!r}")
+
+
+# ----------------------------------------------------------------------------- Algorithm 1
+
+
+@dataclass
+class PrivateCGResult:
+    """``x_T``, the directions, the rounded set, the accountant and counters of Alg. 1 / Alg. 2.
+
+    :attr:`release` holds the private outputs ``x``, ``directions`` and ``S``.  ``diagnostics``
+    holds ``f_D(x_T)`` and ``F_D(S)``, evaluated on the true data: report them in experiments,
+    never release them (``value`` and ``rounded_value`` are their read-only aliases)."""
+
+    x: np.ndarray
+    directions: list
+    S: np.ndarray | None
+    diagnostics: TrueDataDiagnostics
+    accountant: PrivacyAccountant
+    calls: int
+    score_evaluations: int
+    info: dict = field(default_factory=dict)
+
+    value = property(lambda self: self.diagnostics.value, doc="``f_D(x_T)`` on the true data (a diagnostic).")
+    rounded_value = property(lambda self: self.diagnostics.rounded_value, doc="``F_D(S)`` (a diagnostic).")
+
+    @property
+    def release(self) -> ContinuousRelease:
+        """The published output: ``x_T``, the directions, ``S``, the epsilon charged, public info."""
+        S = None if self.S is None else as_tuple(self.S)
+        dirs = tuple(as_tuple(y) for y in self.directions)
+        info = tuple(sorted(self.info.items()))
+        return ContinuousRelease(as_tuple(self.x), dirs, S, epsilon_spent(self.accountant), info)
+
+
+def _check_run(F: SetFunction, M: Matroid, epsilon, T, value_bound: float | None = None):
+    check_pair(F, M)
+    eps = check_epsilon(epsilon)
+    T = M.r if T is None else int(T)
+    if T < 1:
+        raise DataValidationError("T", f"the number of steps must be >= 1, got {T}")
+    _check_finite_scale(F, M, eps, value_bound)
+    return eps, T
+
+
+def private_continuous_greedy(
+    F: SetFunction,
+    M: Matroid,
+    epsilon,
+    T: int | None = None,
+    cover: str = "bases",
+    q: int | None = None,
+    points=None,
+    maurey_m: int | None = None,
+    gradient_mode: str = "auto",
+    samples: int | None = None,
+    rounding: str = "swap",
+    seed=None,
+    accountant: PrivacyAccountant | None = None,
+    diagnostic: bool = False,
+) -> PrivateCGResult:
+    """Algorithm 1: at each of ``T`` steps (default ``r``) an EM over the cover ``C`` with score
+    ``<y, grad f(x)>`` and ``eps' = eps/(2 Delta)``, then ``x = (y_1 + ... + y_t) / T``; charged ``2 eps r`` per step.
+
+    Covers (A1): ``bases`` (EM over the bases via the matroid's product-weight sampler; the default),
+    ``maurey`` (averages of ``maurey_m`` bases: ``maurey_m`` independent base EMs at ``eps'/m``, a
+    ``sqrt(r/m)``-cover of ``B(M)``), ``grid`` (the faithful certified cover, tiny instances) and
+    ``explicit``.  Rounding: swap rounding of the bases (grid/explicit directions are first lifted to
+    bases by the spec 6.3 LP, A3)."""
+    eps, acc = _run_ledger(epsilon, accountant, diagnostic)
+    _, T = _check_run(F, M, eps, T)
+    rngs = _rngs(seed, ["em", "gradient", "rounding"], acc)
+    grad = gradient_oracle(F, gradient_mode, samples, rngs["gradient"])
+    copies = _maurey_copies(cover, maurey_m)
+    pts = None if cover == "maurey" else _cover_points(M, cover, q, points)
+    beta = _inv_temp(epsilon, F.sensitivity)
+    start, scores = F.calls, 0
+    total = np.zeros(F.n)  # x_t = (sum of directions) / T: no drift from repeated x + y/T (spec 8.4 T=1000)
+    x = total
+    directions, parts = [], []
+    for t in range(T):
+        g = grad(x)
+        if pts is None:
+            picks = [_sample_base(M, g, beta / copies, rngs["em"]) for _ in range(copies)]
+            parts += [(B, 1.0 / (copies * T)) for B in picks]
+            y = np.mean(picks, axis=0)
+            scores += M.n * copies
+        else:
+            idx, _ = em_choice(pts @ g, beta, rngs["em"])
+            y = pts[idx]
+            scores += len(pts)
+        acc.charge(f"alg1 step {t + 1}", alg1_step_epsilon(epsilon, M.r))
+        directions.append(y)
+        total = total + y
+        x = total / T
+    info = {"cover": cover, "cover_size": None if pts is None else len(pts), "maurey_m": copies}
+    return _finish(F, M, directions, acc, F.calls - start, scores, rounding, rngs["rounding"], info, parts or None)
+
+
+def _maurey_copies(cover: str, maurey_m) -> int:
+    if cover != "maurey":
+        if maurey_m is not None:
+            raise DataValidationError("maurey_m", f"is an option of cover='maurey', not of cover={cover!r}")
+        return 1
+    if maurey_m is None or int(maurey_m) < 1:
+        raise DataValidationError("maurey_m", f"cover='maurey' needs maurey_m >= 1, got {maurey_m!r}")
+    return int(maurey_m)
+
+
+def _finish(F, M, directions, acc, calls, scores, rounding, rng, info=None, parts=None) -> PrivateCGResult:
+    """``x_T``, its value, and swap rounding of ``parts`` (bases and weights) or of the lifted directions."""
+    x = np.clip(np.mean(directions, axis=0), 0.0, 1.0)
+    value = multilinear(F, x) if has_closed_form(F) or F.n <= 16 else float("nan")
+    S = rounded = None
+    if rounding == "swap":
+        if parts is not None:
+            bases, coef = [B for B, _ in parts], np.array([c for _, c in parts])
+        else:
+            bases, coef = decompose(M, directions)
+        S = swap_rounding(M, bases, coef, rng)
+        rounded = F(S)
+    elif rounding != "none":
+        raise DataValidationError("rounding", f"must be swap or none, got {rounding!r}")
+    diagnostics = TrueDataDiagnostics(value, rounded)
+    return PrivateCGResult(x, directions, S, diagnostics, acc, calls, scores, dict(info or {}))
+
+
+def decompose(M: Matroid, directions) -> tuple[list, np.ndarray]:
+    """Bases and coefficients with ``sum beta_B 1_B >= (1/T) sum_t y_t`` (public post-processing).
+
+    0/1 base directions are used as they are; other points are lifted by the spec 6.3 LP, solved by
+    column generation (:func:`lift_to_bases`), which is feasible for points of ``P(M)``."""
+    T = len(directions)
+    bases, coef = [], []
+    for y in directions:
+        if np.all((y == 0) | (y == 1)) and M.is_independent(y > 0.5) and int(y.sum()) == M.r:
+            bases.append(y > 0.5)
+            coef.append(1.0 / T)
+            continue
+        for B, lam in lift_to_bases(M, y):
+            bases.append(B)
+            coef.append(lam / T)
+    coef = np.asarray(coef)
+    return bases, coef / coef.sum()
+
+
+def lift_to_bases(M: Matroid, y, max_iter: int = 500, tol: float = 1e-9):
+    """Column generation on the lift LP (spec 6.3): restricted master over the bases found so far
+    (HiGHS via Pyomo), pricing by the greedy max-weight base under the duals of the ``dominate``
+    rows; stops when no base has positive reduced cost.  Public post-processing: ``y`` is an output."""
+    import pyomo.environ as pyo
+
+    from dpmodels.core.facade import solve
+
+    from .models import build_lift_lp
+
+    y = np.asarray(y, dtype=np.float64)
+    if not M.contains(y):
+        raise DataValidationError("y", "must lie in the matroid polytope")
+    columns = [M.max_weight_base(y)]
+    for _ in range(max_iter):
+        model = build_lift_lp(M, y, columns, check=False)
+        res = solve(model, "highs", raise_on_nonoptimal=True)
+        duals = res.solution_loader.get_duals()
+        pi = np.array([max(0.0, float(duals[model.dominate[e]])) for e in range(M.n)])
+        mu = float(duals[model.convex])
+        B = M.max_weight_base(pi)
+        if pi[B].sum() + mu <= tol or any(np.array_equal(B, c) for c in columns):
+            break
+        columns.append(B)
+    if res.incumbent_objective > 1e-7:
+        raise DataValidationError(
+            "y", f"could not be dominated by a convex combination of bases (shortfall {res.incumbent_objective})"
+        )
+    lam = np.clip([pyo.value(model.lam[b]) for b in range(len(columns))], 0.0, None)
+    lam = lam / lam.sum()
+    return [(columns[b], float(lam[b])) for b in np.flatnonzero(lam > 1e-12)]
+
+
+# ----------------------------------------------------------------------------- Algorithm 2
+
+
+def alg2_sample_size(n: int, r: int, max_value: float, width: float) -> tuple[int, int]:
+    """``(N, K_L)``: ``K_L <= ceil(r M_F / width) + 1`` and ``N = ceil(ln(2 K_L / theta) / (2 lambda^2))``
+    with ``lambda = 1/sqrt|E|``, ``theta = 1/|E|^2``.  ``max_value`` must be a *public* bound ``M_F``
+    (A7 iv): ``N`` fixes how many points the EM sees, so a data-derived ``M_F`` would leak."""
+    K_L = math.ceil(r * max_value / width) + 1
+    lam, theta = 1.0 / math.sqrt(n), 1.0 / n**2
+    return math.ceil(math.log(2 * K_L / theta) / (2 * lam**2)), K_L
+
+
+#: Alg. 2's independent random streams, in spawn order (the cover sub-samples never see data).
+ALG2_STREAMS = ("em", "gradient", "subsample", "rounding")
+
+
+def improved_private_continuous_greedy(
+    F: SetFunction,
+    M: Matroid,
+    epsilon,
+    T: int | None = None,
+    cover: str = "bases",
+    q: int | None = None,
+    mu: float | None = None,
+    mu_mode: str = "paper",
+    sample_size: int | None = None,
+    value_bound: float | None = None,
+    gradient_mode: str = "auto",
+    samples: int | None = None,
+    rounding: str = "swap",
+    seed=None,
+    accountant: PrivacyAccountant | None = None,
+) -> PrivateCGResult:
+    """Algorithm 2 read as spec 3.2: an EM over a data-independent uniform sub-sample ``C'`` of the
+    cover (a multiset of ``N`` points) with the quantised score ``w floor(<y, grad f>/w)``,
+    ``w = ln(1 + mu)``; ``mu = e^eps - 1`` (A7 ii) or ``mu_mode="scale"`` (``w = Delta``, A7 v).
+    Charged ``2 eps r + eps w / Delta`` per step.  Requires ``0 < eps < inf``.
+
+    ``N`` is ``sample_size`` or else :func:`alg2_sample_size` from the public bound ``value_bound``
+    (default: ``F.max_value`` when the function class declares it public; a callable whose
+    ``max_value`` was read off the data needs ``value_bound``, which every private run requires).  The released
+    ``info`` holds only public quantities (``N``, ``K_L``, ``width``, ``value_bound``)."""
+    eps, T = _check_run(F, M, epsilon, T, value_bound)
+    if not 0 < eps < math.inf:
+        raise PrivacyParameterError("epsilon", f"Algorithm 2 needs a finite positive epsilon, got {epsilon!r}")
+    width = _alg2_width(eps, F.sensitivity, mu, mu_mode)
+    bound, N, K_L = _alg2_size(F, M, width, sample_size, value_bound)
+    acc = accountant if accountant is not None else PrivacyAccountant(private=True)
+    rngs = _rngs(seed, ALG2_STREAMS, acc)
+    grad = gradient_oracle(F, gradient_mode, samples, rngs["gradient"])
+    pts = _cover_points(M, cover, q, None)
+    beta = _inv_temp(epsilon, F.sensitivity)
+    start, scores = F.calls, 0
+    total = np.zeros(F.n)
+    x = total
+    directions = []
+    for t in range(T):
+        sub = _uniform_cover_sample(M, pts, N, rngs["subsample"])
+        g = grad(x)
+        quantised = width * np.floor(sub @ g / width)
+        idx, _ = em_choice(quantised, beta, rngs["em"])
+        scores += len(sub)
+        acc.charge(f"alg2 step {t + 1}", alg2_step_epsilon(epsilon, M.r, width, F.sensitivity))
+        directions.append(sub[idx])
+        total = total + sub[idx]
+        x = total / T
+    info = {"sample_size": N, "K_L": K_L, "width": width, "value_bound": bound}
+    return _finish(F, M, directions, acc, F.calls - start, scores, rounding, rngs["rounding"], info)
+
+
+def _alg2_size(F: SetFunction, M: Matroid, width: float, sample_size, value_bound):
+    """``(value_bound, N, K_L)`` from public inputs only (review F3); called after :func:`_check_run`,
+    which refuses a function without a public bound."""
+    if value_bound is None:  # _check_run has refused a run without a public bound
+        value_bound = F.max_value
+    bound = float(value_bound)
+    if not 0 < bound < math.inf:
+        raise PrivacyParameterError("value_bound", f"must be a finite positive bound M_F, got {value_bound!r}")
+    N, K_L = alg2_sample_size(F.n, M.r, bound, width)
+    if sample_size is not None:
+        N = int(sample_size)
+    if N < 1:
+        raise DataValidationError("sample_size", f"must be >= 1, got {N}")
+    return bound, N, K_L
+
+
+def _alg2_width(eps: float, sensitivity: float, mu, mu_mode: str) -> float:
+    if mu is not None:
+        if mu <= 0:
+            raise PrivacyParameterError("mu", f"must be > 0, got {mu}")
+        return math.log1p(mu)
+    if mu_mode == "paper":
+        return eps  # mu = e^eps - 1
+    if mu_mode == "scale":
+        return sensitivity
+    raise DataValidationError("mu_mode", f"must be paper or scale, got {mu_mode!r}")
+
+
+def _uniform_cover_sample(M: Matroid, pts, N: int, rng) -> np.ndarray:
+    """``N`` uniform draws (with replacement) from the cover; for ``bases``, uniform bases."""
+    if pts is None:
+        zeros = np.zeros(M.n)
+        return np.array([M.sample_base(zeros, rng) for _ in range(N)], dtype=float)
+    return pts[rng.integers(len(pts), size=N)]

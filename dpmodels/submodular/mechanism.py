@@ -1,0 +1,69 @@
+"""The contract every private mechanism of the family runs under: its ledger, its random streams,
+and the up-front refusal of an epsilon at which its scores could overflow.
+
+The mechanisms themselves are Algorithms 1 and 2 (:mod:`.continuous_mechanisms`), Mitrovic's
+private greedy and Algorithms 3 and 4 (:mod:`.greedy_mechanisms`); :mod:`.privacy_audit` holds
+their exact output laws.  All of them start a run here, so that privacy, the limits ``eps = inf``
+/ ``eps = 0`` and overflow are decided one way.  Runs are private unless flagged: they need a
+finite ``eps > 0``; with ``diagnostic=True`` (or a non-private accountant) ``eps = inf`` is the
+argmax (lowest index on ties) and ``eps = 0`` is uniform.  Data-independent randomness (gradient
+samples, Alg. 2 cover sub-samples, Alg. 4 subsets, rounding) comes from streams separate from the
+exponential mechanism's (:mod:`.streams`: secure without a seed, reproducible and not private
+with one; the accountant records which).
+"""
+
+from __future__ import annotations
+
+import math
+
+from dpmodels.core.errors import PrivacyParameterError
+
+from .accounting import PrivacyAccountant, check_private_epsilon
+from .exponential import _inv_temp
+from .matroids import Matroid
+from .streams import streams as _streams
+
+
+def _rngs(seed, names, acc: PrivacyAccountant) -> dict:
+    """The run's streams (:func:`.streams.streams`); ``acc`` records the mechanism stream's source."""
+    rngs = _streams(seed, names)
+    acc.note_randomness(rngs["em"])
+    return rngs
+
+
+def _run_ledger(epsilon, accountant, diagnostic: bool) -> tuple[float, PrivacyAccountant]:
+    """``(eps, accountant)`` of a mechanism run.  Private by default, so ``eps`` must be finite and
+    ``> 0``; ``diagnostic=True`` or a non-private ``accountant`` admits the limits ``inf`` (the
+    exact argmax) and ``0``, and the ledger records them as diagnostics."""
+    acc = accountant if accountant is not None else PrivacyAccountant(private=not diagnostic)
+    eps = check_private_epsilon(epsilon, private=acc.private and not diagnostic)
+    if not 0 < eps < math.inf:
+        acc.diagnostics.append(f"epsilon = {eps!r}: a non-private limit, not a private run")
+    return eps, acc
+
+
+def _check_finite_scale(F, M: Matroid, eps: float, value_bound: float | None = None) -> None:
+    """Refuse up front a finite ``eps`` at which ``eps' = eps/(2 Delta)`` times the largest possible
+    score overflows (review F3): the samplers would then raise, or return a wrong element, on some
+    datasets and not on their neighbours.  Only public quantities decide: ``eps``, ``Delta``, the
+    rank ``r``, ``|E|`` and the public bound ``M_F`` (``value_bound``, else ``F.max_value`` when
+    the class declares it public).  Every score (a marginal gain, a gradient entry, or
+    ``<y, grad f>`` with ``y`` in ``P(M)``) is at most ``r M_F``; the extra ``|E|`` factor leaves
+    headroom for the samplers' log-space sums.  A private run without a public bound is refused:
+    whether its scores overflow would depend on the data."""
+    beta = _inv_temp(eps, F.sensitivity)
+    if math.isinf(beta) or beta == 0.0:
+        return
+    bound = value_bound if value_bound is not None else (F.max_value if F.public_max_value else None)
+    if bound is None or not math.isfinite(bound):
+        raise PrivacyParameterError(
+            "max_value",
+            "a private run needs a public bound on F (declare max_value, or pass value_bound): without it, "
+            "whether the mechanism's scores overflow would depend on the data",
+        )
+    if not math.isfinite(beta * float(bound) * max(M.r, 1) * M.n):
+        raise PrivacyParameterError(
+            "epsilon",
+            "eps/(2 Delta) times the public score bound r M_F |E| overflows a float; "
+            "use a smaller epsilon (epsilon=inf with diagnostic=True is the non-private argmax)",
+        )
