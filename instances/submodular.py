@@ -25,7 +25,8 @@ from dpmodels.submodular.data import (
     SubmodularInstance,
     WeightedCoverage,
 )
-from dpmodels.submodular.matroids import GraphicMatroid, PartitionMatroid, UniformMatroid
+from dpmodels.submodular.graphic_matroid import GraphicMatroid
+from dpmodels.submodular.matroids import PartitionMatroid, UniformMatroid
 
 from .registry import register_generator, register_instance
 

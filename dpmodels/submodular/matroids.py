@@ -1,4 +1,5 @@
-"""Matroids on ``E = {0..n-1}``: uniform, partition, laminar, graphic and explicit (spec 1.4, 3.0, 6.1).
+"""Matroids on ``E = {0..n-1}``: the common interface, the shared helpers, and the uniform, partition
+and explicit kinds (spec 1.4, 3.0, 6.1).
 
 Each matroid has an independence oracle, rank, the greedy max-weight independent set and base
 (exact by Edmonds' theorem), base enumeration for small instances, a floating-point sampler of
@@ -6,14 +7,16 @@ the product-weight distribution ``Pr[B] ~ prod_{e in B} exp(l_e)`` (exact up to 
 Algorithm 2 uses it for its data-independent uniform bases, while the private exponential
 mechanism over bases, spec 3.1 ``cover="bases"``, draws with the exact sampler of
 :mod:`.exact_bases`), the strong-exchange step of swap rounding, membership in the matroid
-polytope (6.2) and the Pyomo constraints of the polytope (6.1; Martin's compact extended
-formulation for graphic matroids).
+polytope (6.2) and the Pyomo constraints of the polytope (6.1).  :class:`Matroid` implements all
+of it from the independence oracle alone, by enumeration where it must; each kind overrides what
+its structure makes fast.  The kinds with a toolkit of their own live apart:
+:mod:`.laminar_matroid` (tree polynomials) and :mod:`.graphic_matroid` (the matrix-tree sampler
+and Martin's compact extended formulation).
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -29,8 +32,6 @@ __all__ = [
     "Matroid",
     "UniformMatroid",
     "PartitionMatroid",
-    "LaminarMatroid",
-    "GraphicMatroid",
     "ExplicitMatroid",
     "esp_sample",
 ]
@@ -320,284 +321,6 @@ class PartitionMatroid(Matroid):
             return total <= int(self.caps[j])
 
         block.block_caps = pyo.Constraint(range(len(blocks)), rule=rule)
-
-
-def _log_poly_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Product of two polynomials given by log coefficients (``-inf`` for zero)."""
-    out = np.full(a.size + b.size - 1, -np.inf)
-    for i, ai in enumerate(a):
-        if ai != -np.inf:
-            out[i : i + b.size] = np.logaddexp(out[i : i + b.size], ai + b)
-    return out
-
-
-class LaminarMatroid(Matroid):
-    """A laminar family of sets ``A`` with capacities ``c_A``: ``|S cap A| <= c_A`` for all ``A``."""
-
-    kind = "laminar"
-
-    def __init__(self, n: int, family: Sequence[Iterable[int]], caps: Sequence[int]):
-        self.n = int(n)
-        self.family = [as_mask(list(A), self.n) for A in family]
-        self.caps = np.asarray(caps, dtype=np.int64)
-        if len(self.family) != self.caps.size or np.any(self.caps < 0):
-            raise DataValidationError("caps", "need one non-negative capacity per set of the family")
-        for a, b in itertools.combinations(self.family, 2):
-            inter = a & b
-            if inter.any() and not (np.array_equal(inter, a) or np.array_equal(inter, b)):
-                raise DataValidationError("family", "sets must be laminar (disjoint or nested)")
-        self._rows = np.array(self.family, dtype=np.float64).reshape(len(self.family), self.n)
-
-    def is_independent(self, S) -> bool:
-        return bool(np.all(self._rows @ as_mask(S, self.n) <= self.caps))
-
-    def sample_base(self, log_weights, rng) -> np.ndarray:
-        """A base with probability ~ ``prod_{e in B} exp(log_weights[e])``, exactly, at any |E|.
-
-        Elements are decided in turn, each with its exact conditional probability
-        ``Z(e in) / (Z(e in) + Z(e out))``, where ``Z`` is the weight of the bases consistent with
-        the decisions so far: a product over the laminar tree of generating polynomials in the
-        set size, truncated at each set's capacity, kept in log space (no overflow at any weight
-        range).  The same computation runs whatever the weights, so the path is data independent.
-        Floating point: a base whose probability is below about ``2^-53`` can get probability 0
-        (the private algorithms draw with :mod:`.exact_bases` instead).
-        """
-        lw = np.asarray(log_weights, dtype=np.float64)
-        if lw.shape != (self.n,) or not np.all(np.isfinite(lw)):
-            raise DataValidationError("log_weights", f"need {self.n} finite values")
-        state = np.zeros(self.n, dtype=np.int8)  # 0 undecided, 1 in, -1 out
-        chosen_left = self.r
-        for e in range(self.n):
-            if chosen_left == 0:
-                state[e:] = -1
-                break
-            state[e] = 1
-            z_in = self._log_base_weight(lw, state)
-            state[e] = -1
-            z_out = self._log_base_weight(lw, state)
-            p_in = 0.0 if z_in == -np.inf else math.exp(z_in - np.logaddexp(z_in, z_out))
-            if rng.random() < p_in:
-                state[e] = 1
-                chosen_left -= 1
-        return state == 1
-
-    def _log_base_weight(self, lw: np.ndarray, state: np.ndarray) -> float:
-        """``log sum`` of ``exp(lw(B))`` over bases ``B`` containing the ``state == 1`` elements
-        and none of the ``state == -1`` ones (``-inf`` if there is none)."""
-        poly = self._tree_polynomial(self._laminar_tree()[0], lw, state)
-        return float(poly[self.r]) if poly.size > self.r else -np.inf
-
-    def _laminar_tree(self):
-        """Root node of the family as a tree ``(cap, direct elements, children)``; a virtual root
-        without a cap holds the elements no set contains.  Equal sets merge with the smaller cap."""
-        if not hasattr(self, "_tree"):
-            merged: dict[bytes, int] = {}
-            for A, c in zip(self.family, self.caps.tolist(), strict=True):
-                key = A.tobytes()
-                merged[key] = min(c, merged.get(key, c))
-            sets = sorted(
-                ((np.frombuffer(k, dtype=bool).copy(), c) for k, c in merged.items()), key=lambda t: t[0].sum()
-            )
-            nodes = []  # (mask, cap, children indices), smallest first so children precede parents
-            parent = [None] * len(sets)
-            for i, (A, _) in enumerate(sets):
-                for j in range(i + 1, len(sets)):
-                    if (sets[j][0] | ~A).all() and (parent[i] is None):  # A inside B_j: j is the smallest superset
-                        parent[i] = j
-            for i, (A, c) in enumerate(sets):
-                children = [k for k in range(len(sets)) if parent[k] == i]
-                covered = np.zeros(self.n, bool)
-                for k in children:
-                    covered |= sets[k][0]
-                nodes.append((c, np.flatnonzero(A & ~covered), children))
-            tops = [k for k in range(len(sets)) if parent[k] is None]
-            covered = np.zeros(self.n, bool)
-            for k in tops:
-                covered |= sets[k][0]
-            nodes.append((self.n, np.flatnonzero(~covered), tops))
-            self._tree = (len(nodes) - 1, nodes)
-        return self._tree
-
-    def _tree_polynomial(self, node: int, lw: np.ndarray, state: np.ndarray) -> np.ndarray:
-        """Log coefficients ``log sum exp(lw(S))`` over independent ``S`` inside the node's set with
-        ``|S| = t``, ``t = 0..cap``, consistent with ``state``."""
-        cap, direct, children = self._laminar_tree()[1][node]
-        poly = np.zeros(1)
-        for k in children:
-            poly = _log_poly_product(poly, self._tree_polynomial(k, lw, state))[: cap + 1]
-        for e in direct:
-            factor = {0: np.array([0.0, lw[e]]), 1: np.array([-np.inf, lw[e]]), -1: np.zeros(1)}[int(state[e])]
-            poly = _log_poly_product(poly, factor)[: cap + 1]
-        return poly
-
-    def contains(self, x, base=False, tol=TOL):
-        x = np.asarray(x, dtype=np.float64)
-        if x.shape != (self.n,) or x.min() < -tol or x.max() > 1 + tol:
-            return False
-        if base and abs(x.sum() - self.r) > tol * self.n:
-            return False
-        # the laminar inequalities with x <= 1 describe P(M) (TU system, spec 6.1)
-        return bool(np.all(self._rows @ x <= self.caps + tol * self.n))
-
-    def add_polytope(self, block, y, base=False):
-        sets = [np.flatnonzero(a) for a in self.family]
-        block.laminar = pyo.Constraint(
-            range(len(sets)),
-            rule=lambda b, i: (
-                sum(y[int(e)] for e in sets[i]) <= int(self.caps[i]) if sets[i].size else pyo.Constraint.Skip
-            ),
-        )
-        if base:
-            block.base_row = pyo.Constraint(expr=sum(y[e] for e in range(self.n)) == self.r)
-
-
-class GraphicMatroid(Matroid):
-    """Edges of a graph on ``n_vertices``; independent sets are forests (extension, spec A16)."""
-
-    kind = "graphic"
-
-    def __init__(self, n_vertices: int, edges: Sequence[tuple[int, int]]):
-        self.n_vertices = int(n_vertices)
-        self.edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-        self.n = len(self.edges)
-        if self.n == 0:
-            raise DataValidationError("edges", "need at least one edge")
-        if self.edges.min() < 0 or self.edges.max() >= self.n_vertices:
-            raise DataValidationError("edges", f"endpoints must be in 0..{self.n_vertices - 1}")
-        if np.any(self.edges[:, 0] == self.edges[:, 1]):
-            raise DataValidationError("edges", "self-loops are never independent; remove them")
-
-    def _components(self, mask) -> tuple[int, bool]:
-        parent = list(range(self.n_vertices))
-
-        def find(a):
-            while parent[a] != a:
-                parent[a] = parent[parent[a]]
-                a = parent[a]
-            return a
-
-        acyclic, merges = True, 0
-        for u, v in self.edges[mask]:
-            ru, rv = find(int(u)), find(int(v))
-            if ru == rv:
-                acyclic = False
-            else:
-                parent[ru] = rv
-                merges += 1
-        return merges, acyclic
-
-    def is_independent(self, S) -> bool:
-        return self._components(as_mask(S, self.n))[1]
-
-    def rank(self, S=None) -> int:
-        mask = np.ones(self.n, bool) if S is None else as_mask(S, self.n)
-        return self._components(mask)[0]
-
-    def sample_base(self, log_weights, rng):
-        """Weighted spanning forest, ``Pr[B] ~ exp(sum_{e in B} log_weights_e)``, by the sequential
-        matrix-tree method: take edge ``e`` with probability ``lambda_e R_eff(e)`` in the current
-        (contracted, pruned) graph; bridges are taken with probability 1 exactly.
-
-        ``R_eff`` comes from subtraction-free star-mesh (Kron) elimination in log space
-        (:meth:`_log_effective_conductance`), which keeps full relative accuracy for *any* range of
-        weights.  So one code path serves every dataset: there is no range-dependent fallback or
-        refusal, whose choice would itself depend on the private scores (review F2).  Floating
-        point: a forest whose probability is below about ``2^-53`` can get probability 0 (the
-        private algorithms draw with :mod:`.exact_bases` instead)."""
-        lw = np.asarray(log_weights, dtype=np.float64)
-        if lw.shape != (self.n,) or not np.all(np.isfinite(lw)):
-            raise DataValidationError("log_weights", f"need {self.n} finite log-weights")
-        label = np.arange(self.n_vertices)
-        alive = np.ones(self.n, bool)
-        chosen = np.zeros(self.n, bool)
-        for e in range(self.n):
-            u, v = label[self.edges[e]]
-            alive[e] = False
-            if u == v:
-                continue
-            if not self._connected_without(label, alive, u, v):
-                p = 1.0  # a bridge is in every spanning forest
-            else:
-                with_e = alive | (np.arange(self.n) == e)
-                p = min(1.0, math.exp(lw[e] - self._log_effective_conductance(label, with_e, lw, u, v)))
-            if rng.random() < p:
-                chosen[e] = True
-                label[label == v] = u
-        return chosen
-
-    def _connected_without(self, label, alive, u, v) -> bool:
-        """Are ``u`` and ``v`` joined by the alive edges (in the contracted graph)?"""
-        parent = {}
-
-        def find(a):
-            parent.setdefault(a, a)
-            while parent[a] != a:
-                a = parent[a]
-            return a
-
-        for e in np.flatnonzero(alive):
-            a, b = find(label[self.edges[e, 0]]), find(label[self.edges[e, 1]])
-            if a != b:
-                parent[a] = b
-        return find(u) == find(v)
-
-    def _log_effective_conductance(self, label, alive, lw, u, v) -> float:
-        """``ln(1 / R_eff(u, v))`` with conductances ``exp(lw)`` on the alive (contracted) edges.
-
-        Eliminating a vertex ``k`` (Schur complement of the Laplacian) replaces its star by the mesh
-        ``c_ij += c_ik c_kj / c_k`` with ``c_k = sum_j c_kj``: only sums and products of positive
-        numbers, done here with ``logaddexp``/``logsumexp``, so no cancellation and no overflow.
-        After every vertex but ``u, v`` is gone, the single ``u``-``v`` conductance is ``1/R_eff``."""
-        ids = np.flatnonzero(alive)
-        ends = label[self.edges[ids]]
-        keep = ends[:, 0] != ends[:, 1]
-        a, b, w = ends[keep, 0], ends[keep, 1], lw[ids[keep]]
-        C = np.full((self.n_vertices, self.n_vertices), -np.inf)
-        np.logaddexp.at(C, (a, b), w)  # parallel edges: conductances add
-        np.logaddexp.at(C, (b, a), w)
-        for k in np.unique(np.concatenate([a, b])):
-            if k in (u, v):
-                continue
-            nbrs = np.flatnonzero(np.isfinite(C[k]))
-            if nbrs.size == 0:
-                continue
-            row = C[k, nbrs]
-            top = row.max()
-            mesh = row[:, None] + row[None, :] - (top + math.log(np.exp(row - top).sum()))  # - ln c_k
-            block = np.ix_(nbrs, nbrs)
-            C[block] = np.logaddexp(C[block], mesh)
-            C[k, :] = C[:, k] = -np.inf
-            C[nbrs, nbrs] = -np.inf  # self-loops carry no current
-        return float(C[u, v])
-
-    def _rank_inequalities_hold(self, x, tol):
-        if self.n_vertices > ENUMERATION_MAX:
-            raise DataValidationError("matroid", f"contains() enumerates vertex subsets; |V| > {ENUMERATION_MAX}")
-        for size in range(2, self.n_vertices + 1):
-            for combo in itertools.combinations(range(self.n_vertices), size):
-                inside = np.isin(self.edges, combo).all(axis=1)
-                sub = inside.copy()
-                if x[sub].sum() > self.rank(sub) + tol:
-                    return False
-        return True
-
-    def add_polytope(self, block, y, base=False):
-        """Martin's extended formulation: ``y_e = z_{k,i->j} + z_{k,j->i}``, out-degree <= 1 off the
-        root, 0 at the root, for every root ``k``; then ``sum y <= |V|-1`` (or ``= r`` for bases)."""
-        V, edges = range(self.n_vertices), self.edges
-        arcs = [(e, int(a), int(b)) for e, (i, j) in enumerate(edges) for a, b in ((i, j), (j, i))]
-        block.z = pyo.Var(V, range(len(arcs)), bounds=(0, None))
-        block.split = pyo.Constraint(V, range(self.n), rule=lambda b, k, e: y[e] == b.z[k, 2 * e] + b.z[k, 2 * e + 1])
-        out = {i: [a for a, (_, tail, _) in enumerate(arcs) if tail == i] for i in V}
-
-        def degree(b, k, i):
-            if not out[i]:
-                return pyo.Constraint.Skip
-            return sum(b.z[k, a] for a in out[i]) <= (0 if i == k else 1)
-
-        block.degree = pyo.Constraint(V, V, rule=degree)
-        total = sum(y[e] for e in range(self.n))
-        block.forest_size = pyo.Constraint(expr=total == self.r if base else total <= self.n_vertices - 1)
 
 
 class ExplicitMatroid(Matroid):

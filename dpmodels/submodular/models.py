@@ -20,7 +20,8 @@ from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker
 
 from .data import FacilityLocation, KCoverage, WeightedCoverage
-from .matroids import GraphicMatroid, Matroid, check_pair
+from .graphic_matroid import GraphicMatroid
+from .matroids import Matroid, check_pair
 from .multilinear import pyomo_multilinear
 
 __all__ = [

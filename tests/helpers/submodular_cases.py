@@ -2,13 +2,9 @@
 
 import numpy as np
 
-from dpmodels.submodular.matroids import (
-    ExplicitMatroid,
-    GraphicMatroid,
-    LaminarMatroid,
-    PartitionMatroid,
-    UniformMatroid,
-)
+from dpmodels.submodular.graphic_matroid import GraphicMatroid
+from dpmodels.submodular.laminar_matroid import LaminarMatroid
+from dpmodels.submodular.matroids import ExplicitMatroid, PartitionMatroid, UniformMatroid
 
 
 def make(kind: str):

@@ -315,7 +315,7 @@ def test_algorithm_1_base_sampler_paths_match_the_exact_law(path, monkeypatch):
     graphic matroid through the enumerated bases or, forced, the exact sequential forest sampler."""
     from dpmodels.submodular import exact_bases
     from dpmodels.submodular.data import WeightedCoverage
-    from dpmodels.submodular.matroids import GraphicMatroid
+    from dpmodels.submodular.graphic_matroid import GraphicMatroid
 
     if path == "partition":
         trap = instances.load("submodular/trap")

@@ -26,15 +26,10 @@ from dpmodels.submodular.data import (
     ad_slots,
     check_sensitivity,
 )
+from dpmodels.submodular.graphic_matroid import GraphicMatroid
 from dpmodels.submodular.greedy_mechanisms import mitrovic_private_greedy, private_k_greedy
-from dpmodels.submodular.matroids import (
-    ExplicitMatroid,
-    GraphicMatroid,
-    LaminarMatroid,
-    PartitionMatroid,
-    UniformMatroid,
-    esp_sample,
-)
+from dpmodels.submodular.laminar_matroid import LaminarMatroid
+from dpmodels.submodular.matroids import ExplicitMatroid, PartitionMatroid, UniformMatroid, esp_sample
 
 # ----------------------------------------------------------------------------- F1: record certification
 
