@@ -18,15 +18,11 @@ import scipy.sparse as sp
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_example
 from dpmodels.core.noise import make_rng
-from dpmodels.submodular.data import (
-    FacilityLocation,
-    KCoverage,
-    KSubmodularInstance,
-    SubmodularInstance,
-    WeightedCoverage,
-)
+from dpmodels.submodular.data import KSubmodularInstance, SubmodularInstance
 from dpmodels.submodular.graphic_matroid import GraphicMatroid
+from dpmodels.submodular.k_submodular_functions import KCoverage
 from dpmodels.submodular.matroids import PartitionMatroid, UniformMatroid
+from dpmodels.submodular.set_functions import FacilityLocation, WeightedCoverage
 
 from .registry import register_generator, register_instance
 

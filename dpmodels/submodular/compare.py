@@ -22,8 +22,10 @@ from tqdm import tqdm
 
 from .algorithms import brute_force_opt, continuous_greedy, greedy, k_brute_force_opt, k_greedy
 from .continuous_mechanisms import private_continuous_greedy
-from .data import FacilityLocation, KCoverage, KSubmodularInstance, WeightedCoverage
+from .data import KSubmodularInstance
 from .greedy_mechanisms import mitrovic_private_greedy, private_k_greedy, private_k_greedy_sampled
+from .k_submodular_functions import KCoverage
+from .set_functions import FacilityLocation, WeightedCoverage
 
 __all__ = ["VALUE", "RATIO", "RATIO_MEAN", "RATIO_SD", "optimum", "compare_submodular", "privacy_utility", "plot_curve"]
 

@@ -19,10 +19,11 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker
 
-from .data import FacilityLocation, KCoverage, WeightedCoverage
 from .graphic_matroid import GraphicMatroid
+from .k_submodular_functions import KCoverage
 from .matroids import Matroid, check_pair
 from .multilinear import pyomo_multilinear
+from .set_functions import FacilityLocation, WeightedCoverage
 
 __all__ = [
     "build_matroid_lp",

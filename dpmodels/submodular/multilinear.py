@@ -20,7 +20,8 @@ import pyomo.environ as pyo
 
 from dpmodels.core.errors import DataValidationError
 
-from .data import FacilityLocation, SetFunction, WeightedCoverage
+from .data import SetFunction
+from .set_functions import FacilityLocation, WeightedCoverage
 
 __all__ = [
     "multilinear",

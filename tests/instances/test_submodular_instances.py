@@ -8,7 +8,8 @@ from dpmodels.instances.submodular import coverage_from_file, facility_from_file
 
 from dpmodels import instances
 from dpmodels.core.errors import DataValidationError
-from dpmodels.submodular.data import SubmodularInstance, submodularity_violations
+from dpmodels.submodular.data import SubmodularInstance
+from dpmodels.submodular.function_checks import submodularity_violations
 from dpmodels.submodular.graphic_matroid import GraphicMatroid
 from dpmodels.submodular.matroids import PartitionMatroid, UniformMatroid
 
