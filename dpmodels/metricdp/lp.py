@@ -41,6 +41,12 @@ def unit_rows(n: int, K: int) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(n * K), (np.repeat(np.arange(n), K), np.arange(n * K))), shape=(n, n * K))
 
 
+def _width(a: sp.spmatrix, n: int) -> sp.csr_matrix:
+    """``a`` as a CSR matrix of ``n`` columns: rows built over fewer columns, padded on the right."""
+    a = sp.csr_matrix(a)
+    return sp.csr_matrix((a.data, a.indices, a.indptr), shape=(a.shape[0], n))
+
+
 @dataclass
 class LPResult:
     status: str

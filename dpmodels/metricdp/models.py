@@ -9,8 +9,9 @@
 * :func:`build_subproblem_dual` and :func:`build_ray_lp` - the explicit dual (Eq. 18-19) and
   the normalised ray LP for feasibility cuts.
 
-The matrix forms in :mod:`dpmodels.metricdp.lp` and :mod:`dpmodels.metricdp.benders` build
-the same rows for scale; tests check both reach the same optima.
+The matrix forms in :mod:`dpmodels.metricdp.lp`, :mod:`dpmodels.metricdp.benders_master` and
+:mod:`dpmodels.metricdp.benders_subproblems` build the same rows for scale; tests check both reach
+the same optima.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker
 
-from .benders import master_init_cuts
+from .benders_master import master_init_cuts
 from .data import MDPInstance, Partition
 from .mechanism import repair
 

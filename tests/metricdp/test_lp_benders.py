@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
 
 import dpmodels.metricdp.benders as B
+import dpmodels.metricdp.benders_master as BM
+import dpmodels.metricdp.benders_subproblems as BS
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.metricdp.data import MDPInstance, Partition, euclidean_distances
 from dpmodels.metricdp.lp import full_lp
@@ -131,17 +133,17 @@ def test_benders_bounds_and_cuts_on_random_partitions(seed, m, eps, eta, stabili
     part = Partition.from_labels(labels, inst.graph)
     value, zstar = lp_optimum(inst)
     cuts = []
-    original = B.Master.add_cut
+    original = BM.Master.add_cut
 
     def record(self, block, cols, const, coeff):
         cuts.append((block, cols, const, coeff))
         return original(self, block, cols, const, coeff)
 
-    B.Master.add_cut = record
+    BM.Master.add_cut = record
     try:
         res = B.benders(inst, part, gap=1e-8, stabilize=stabilize)
     finally:
-        B.Master.add_cut = original
+        BM.Master.add_cut = original
     h = res.history
     assert (np.diff(h["LB"]) >= -1e-9).all()
     assert (h["LB"] <= value + 1e-7).all()
@@ -170,7 +172,7 @@ def test_paper_literal_cut_gives_an_invalid_bound():
     value, _ = lp_optimum(inst)
     part = Partition.from_labels([0, 0, 0, 1, 1, 1], inst.graph)
     y = part.all_boundary
-    original = B.Master.add_cut
+    original = BM.Master.add_cut
 
     def literal(self, block, cols, const, coeff):
         if block is not None:  # + c_{Y_l} z_{Y_l}: the block's own boundary records
@@ -179,11 +181,11 @@ def test_paper_literal_cut_gives_an_invalid_bound():
             coeff[mine] += inst.weighted_cost[y[cols // inst.K], cols % inst.K][mine]
         return original(self, block, cols, const, coeff)
 
-    B.Master.add_cut = literal
+    BM.Master.add_cut = literal
     try:
         res = B.benders(inst, part, gap=1e-9, max_iter=50)
     finally:
-        B.Master.add_cut = original
+        BM.Master.add_cut = original
     assert res.lower_bound > value + 1e-3  # an invalid "lower bound": the paper-literal cut is wrong
     honest = B.benders(inst, part, gap=1e-9)
     assert honest.lower_bound <= value + 1e-9
@@ -235,7 +237,7 @@ def test_partition_bookkeeping(seed, m):
     assert np.isin(g.src[cross], part.all_boundary).all()
     from_internal = np.isin(g.src, np.concatenate(part.internal))
     assert (part.labels[g.src[from_internal]] == part.labels[g.dst[from_internal]]).all()
-    subs = B.build_subproblems(inst, part, part.all_boundary)
+    subs = BS.build_subproblems(inst, part, part.all_boundary)
     assert [s.a.shape[1] for s in subs] == [len(x) * inst.K for x in part.internal if len(x)]
 
 

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
 
 import dpmodels.metricdp.benders as B
+import dpmodels.metricdp.benders_master as BM
+import dpmodels.metricdp.benders_subproblems as BS
 from dpmodels.metricdp.data import MDPInstance, Partition, euclidean_distances
 from dpmodels.metricdp.lp import full_lp
 from dpmodels.metricdp.models import (
@@ -78,7 +80,7 @@ def test_subproblem_at_the_optimum_prices_the_internal_cost(case, block):
 def test_pyomo_models_match_the_matrix_path(case, block, spread):
     inst, part, _, z = case
     y = part.all_boundary
-    sub = next(s for s in B.build_subproblems(inst, part, y) if s.block == block)
+    sub = next(s for s in BS.build_subproblems(inst, part, y) if s.block == block)
     rng = np.random.default_rng(block)
     zy = z[y] * rng.uniform(1 - spread, 1 + spread, z[y].shape)
     zy /= zy.sum(axis=1, keepdims=True)  # perturbed boundary values: feasible or not
@@ -87,7 +89,7 @@ def test_pyomo_models_match_the_matrix_path(case, block, spread):
     m = build_subproblem(inst, part, block)
     for key in m.ybar:
         m.ybar[key] = float(full[key])
-    outcome = B.solve_block(sub, zy.ravel())
+    outcome = BS.solve_block(sub, zy.ravel())
     assert outcome.feasible or spread > 0  # the optimum's own boundary is always feasible
     if outcome.feasible:
         res, duals = solve_with_duals(m)
@@ -115,8 +117,8 @@ def test_ray_lp_certifies_an_infeasible_boundary(case):
     y = part.all_boundary
     zy = np.zeros((len(y), inst.K))
     zy[np.arange(len(y)), y % inst.K] = 1.0
-    sub = next(s for s in B.build_subproblems(inst, part, y) if s.block == block)
-    outcome = B.solve_block(sub, zy.ravel())
+    sub = next(s for s in BS.build_subproblems(inst, part, y) if s.block == block)
+    outcome = BS.solve_block(sub, zy.ravel())
     assert not outcome.feasible
     # the feasibility cut const + coeff . zy > 0 cuts off this boundary point
     assert outcome.const + outcome.coeff @ zy.ravel()[sub.boundary] > 1e-9
@@ -170,7 +172,7 @@ def test_lazy_property_rows_are_exactly_the_violated_ones():
     assert res.upper_bound == pytest.approx(optimum(inst)[0], rel=1e-7)
     added = res.history["Property-3.2 rows added"]
     assert added.iloc[0] > 0  # the first master (no cuts) violates some
-    eager = B.master_init_cuts(inst, part, part.all_boundary, "all", max_rows=None)
+    eager = BM.master_init_cuts(inst, part, part.all_boundary, "all", max_rows=None)
     assert 0 < added.sum() < len(eager[0]) * inst.K  # some, not all
     # the incumbent satisfies every Property-3.2 row (they are valid for the full LP)
     i, j, c = eager
@@ -217,20 +219,20 @@ def test_cuts_stay_valid_at_a_feasible_point_under_huge_coefficients(rows, cols,
     inst = instances.generate("mdp/grid", seed=0, rows=rows, cols=cols, cell_km=1.5, K=K, epsilon=10, eta=2.0)
     part = partition(inst, "k-m-DV", M=M)
     em = exponential_mechanism(inst)[part.all_boundary].ravel()
-    subs = {s.block: s for s in B.build_subproblems(inst, part, part.all_boundary)}
-    phi_em = {b: B.solve_block(s, em).value for b, s in subs.items()}  # the blocks' values at a feasible point
+    subs = {s.block: s for s in BS.build_subproblems(inst, part, part.all_boundary)}
+    phi_em = {b: BS.solve_block(s, em).value for b, s in subs.items()}  # the blocks' values at a feasible point
     cuts = []
-    original = B.Master.add_cut
+    original = BM.Master.add_cut
 
     def record(self, block, cols_, const, coeff):
         cuts.append((block, const + coeff @ em[cols_]))
         return original(self, block, cols_, const, coeff)
 
-    B.Master.add_cut = record
+    BM.Master.add_cut = record
     try:
         B.benders(inst, part, gap=1e-4, max_iter=20)
     finally:
-        B.Master.add_cut = original
+        BM.Master.add_cut = original
     assert any(block is None for block, _ in cuts)  # feasibility cuts were needed
     for block, value in cuts:
         bound = 0.0 if block is None else phi_em[block]

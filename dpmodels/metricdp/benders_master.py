@@ -1,0 +1,189 @@
+"""The Benders master of the perturbation LP: the boundary records' perturbation vectors ``z_Y``
+and one ``w_l`` per block with internal records, on a persistent HiGHS model (spec 6.2, 6.3).
+
+The master starts from the mDP rows among boundary records, their unit-measure rows and the
+Property-3.2 rows ``z_i <= exp(eps D_ij) z_j`` (:func:`master_init_cuts`), added up front or
+kept aside as :class:`LazyRows` and added when violated.  The subproblems' cuts
+(:mod:`.benders_subproblems`) arrive through :meth:`Master.add_cut`, one sparse row each, and the
+master is re-solved warm (dual simplex) within Benders' deadline (:func:`_solve_master`); its
+lower bound is certified from its duals whatever their accuracy (:func:`_master_bound`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpmodels.core.errors import DataValidationError
+
+from .benders_subproblems import Subproblem, TimeUp
+from .data import MDPInstance, Partition
+from .lp import INF, Highs, _width, mdp_rows, safe_lower_bound, unit_rows
+
+__all__ = ["master_init_cuts", "Master", "LazyRows", "build_master"]
+
+
+def master_init_cuts(
+    instance: MDPInstance,
+    part: Partition,
+    y_order: np.ndarray,
+    mode: str = "all",
+    max_coeff: float = 1e12,
+    max_rows: int | None = 200_000,
+):
+    """Property 3.2 rows ``z_i <= exp(eps D_ij) z_j`` for non-neighbouring boundary pairs (spec 6.2).
+
+    ``mode``: ``"none"``, ``"two-hop"`` (pairs joined by a path of two mDP edges) or ``"all"``
+    (:func:`.benders.benders` also takes ``"lazy"``: all of them, added to the master when violated);
+    pairs whose coefficient exceeds ``max_coeff`` are vacuous and skipped; if more than
+    ``max_rows`` rows remain, the tightest pairs (smallest D) are kept.
+    """
+    g, K = instance.graph, instance.K
+    if mode == "none" or len(y_order) < 2:
+        return np.empty(0, int), np.empty(0, int), np.empty(0)
+    if mode not in ("two-hop", "all"):
+        raise DataValidationError("init_cuts", f"must be 'lazy', 'all', 'two-hop' or 'none', got {mode!r}")
+    dist = g.shortest_paths(y_order)[:, y_order]
+    if mode == "two-hop":
+        adj = g.adjacency().astype(bool).astype(np.int32)
+        two = (adj @ adj)[y_order][:, y_order].toarray() > 0
+        dist = np.where(two, dist, np.inf)
+    neighbour = np.zeros((len(y_order),) * 2, dtype=bool)
+    y_pos = np.full(instance.N, -1)
+    y_pos[y_order] = np.arange(len(y_order))
+    both = (y_pos[g.src] >= 0) & (y_pos[g.dst] >= 0)
+    neighbour[y_pos[g.src[both]], y_pos[g.dst[both]]] = True
+    np.fill_diagonal(neighbour, True)
+    keep = ~neighbour & np.isfinite(dist) & (instance.epsilon * dist <= np.log(max_coeff))
+    i, j = np.nonzero(keep)
+    d = dist[i, j]
+    if max_rows is not None and len(i) * K > max_rows:
+        order = np.argsort(d, kind="stable")[: max_rows // K]
+        i, j, d = i[order], j[order], d[order]
+    return i, j, np.exp(instance.epsilon * d)
+
+
+@dataclass
+class Master:
+    """The master LP over (z_Y, w) on a persistent HiGHS model."""
+
+    model: Highs
+    n_z: int
+    w_index: dict[int, int]  # block -> column of w_l
+
+    def add_cut(self, block: int | None, link_cols: np.ndarray, const: float, coeff: np.ndarray) -> None:
+        """Optimality cut ``w_l - coeff z >= const`` (``block``) or feasibility cut ``coeff z <= -const`` (None)."""
+        keep = coeff != 0
+        cols, vals = link_cols[keep], coeff[keep]
+        if block is None:
+            row = sp.csr_matrix((vals, (np.zeros(len(cols), int), cols)), shape=(1, self.n_z + len(self.w_index)))
+            self.model.add_rows(row, [-INF], [-const])
+        else:
+            cols = np.concatenate([cols, [self.w_index[block]]])
+            vals = np.concatenate([-vals, [1.0]])
+            row = sp.csr_matrix((vals, (np.zeros(len(cols), int), cols)), shape=(1, self.n_z + len(self.w_index)))
+            self.model.add_rows(row, [const], [INF])
+
+
+@dataclass
+class LazyRows:
+    """Property-3.2 rows kept outside the master and added when the master's point violates them.
+
+    Every row is valid for the full LP, so the master stays a relaxation (its optimum a lower
+    bound) whichever of them it holds; adding only the violated ones keeps the master small
+    (measured: the eager rows made each warm-started master solve ~10x slower).
+    """
+
+    i: np.ndarray  # positions in the master's Y order
+    j: np.ndarray
+    coef: np.ndarray
+    added: np.ndarray  # (pairs, K) bool
+
+    CHUNK = 20_000
+
+    def violated(self, zy: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+        """(pair, output) indices of rows ``z_i - coef z_j <= 0`` violated by more than ``tol``."""
+        found_p, found_k = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+        for lo in range(0, len(self.i), self.CHUNK):
+            sl = slice(lo, lo + self.CHUNK)
+            gap = zy[self.i[sl]] - self.coef[sl, None] * zy[self.j[sl]]
+            p, k = np.nonzero((gap > tol) & ~self.added[sl])
+            found_p.append(p + lo)
+            found_k.append(k)
+        return np.concatenate(found_p), np.concatenate(found_k)
+
+    def add_to(self, master: Master, pairs: np.ndarray, ks: np.ndarray) -> None:
+        self.added[pairs, ks] = True
+        n, K = len(pairs), self.added.shape[1]
+        cols = np.column_stack([self.i[pairs] * K + ks, self.j[pairs] * K + ks]).ravel()
+        vals = np.column_stack([np.ones(n), -self.coef[pairs]]).ravel()
+        a = sp.csr_matrix((vals, (np.repeat(np.arange(n), 2), cols)), shape=(n, master.n_z + len(master.w_index)))
+        master.model.add_rows(a, np.full(n, -INF), np.zeros(n))
+
+
+def build_master(
+    instance: MDPInstance,
+    part: Partition,
+    y_order: np.ndarray,
+    subs: list[Subproblem],
+    init_cuts: str = "all",
+    max_coeff: float = 1e12,
+    max_rows: int = 200_000,
+) -> tuple[Master, int]:
+    g, K = instance.graph, instance.K
+    y_pos = np.full(instance.N, -1)
+    y_pos[y_order] = np.arange(len(y_order))
+    both = (y_pos[g.src] >= 0) & (y_pos[g.dst] >= 0)
+    n_z = len(y_order) * K
+    w_index = {s.block: n_z + t for t, s in enumerate(subs)}
+    width = n_z + len(w_index)
+    ii, jj, cc = master_init_cuts(instance, part, y_order, init_cuts, max_coeff, max_rows)
+    rows = [
+        mdp_rows(y_pos[g.src[both]], y_pos[g.dst[both]], g.coef[both], np.arange(len(y_order)), K),
+        unit_rows(len(y_order), K),
+        mdp_rows(ii, jj, cc, np.arange(len(y_order)), K),
+    ]
+    a = sp.vstack([_width(r, width) for r in rows], format="csr")
+    n_mdp = rows[0].shape[0] + rows[2].shape[0]
+    lower = np.concatenate([np.full(rows[0].shape[0], -INF), np.ones(len(y_order)), np.full(rows[2].shape[0], -INF)])
+    upper = np.concatenate([np.zeros(rows[0].shape[0]), np.ones(len(y_order)), np.zeros(rows[2].shape[0])])
+    cost = np.concatenate([instance.weighted_cost[y_order].ravel(), np.ones(len(w_index))])
+    model = Highs(cost, np.zeros(width), np.full(width, INF), a, lower, upper)
+    return Master(model, n_z, w_index), n_mdp
+
+
+def _master_bound(master: Master, w_caps: np.ndarray) -> float:
+    """A lower bound from the master's duals that holds whatever their accuracy
+    (:func:`~dpmodels.metricdp.lp.safe_lower_bound`), over boxes that contain the master's
+    optimum: ``0 <= z <= 1`` (row sums) and ``0 <= w_l <= `` the block's largest possible cost
+    (``sum_i max_k p_i c_ik``; valid cuts never push ``w_l`` above it).  HiGHS's reported
+    objective is *not* a bound when its duals are inexact (measured at eps = 10/km, 1 km cells)."""
+    lower = np.zeros(master.n_z + len(w_caps))
+    upper = np.concatenate([np.ones(master.n_z), w_caps])
+    return safe_lower_bound(master.model, lower, upper)
+
+
+def _solve_master(master: Master, lazy: LazyRows | None, it: int, deadline: float | None, tol: float = 1e-9):
+    """Solve the master; with lazy Property-3.2 rows, add the violated ones and re-solve until none is."""
+    added = 0
+    while True:
+        if deadline is not None:
+            if deadline <= time.time():
+                raise TimeUp
+            master.model.set_time_limit(deadline - time.time())
+        res = master.model.solve()
+        if res.status == "Time limit reached":
+            raise TimeUp
+        if res.objective is None:
+            raise RuntimeError(f"Benders master is {res.status} at iteration {it} (cuts must keep it feasible)")
+        if lazy is None:
+            return res, added
+        zy = res.x[: master.n_z].reshape(-1, lazy.added.shape[1])
+        pairs, ks = lazy.violated(zy, tol)
+        if len(pairs) == 0:
+            return res, added
+        lazy.add_to(master, pairs, ks)
+        added += len(pairs)
