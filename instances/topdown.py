@@ -262,7 +262,7 @@ _FAILSAFE_HSTAR = np.array([[1.6, 0.3, 2.0, 0.0], [1.4, 1.7, 1.0, 0.0]])
 def _example_problem(rounding: bool = False, failsafe: bool = False):
     """A child solve of two children over four active cells (types A, A, B, B)."""
     from dpmodels.topdown.data import FlowData
-    from dpmodels.topdown.models import ChildSpec, NodeProblem, WeightedQuery
+    from dpmodels.topdown.node_data import ChildSpec, NodeProblem, WeightedQuery
 
     cells = np.arange(4)
     identity = sp.identity(4, format="csr")
@@ -296,27 +296,27 @@ def _example_l1():
 
 @register_example("topdown.failsafe_l2.phase1")
 def _example_failsafe_l2_phase1():
-    from dpmodels.topdown.models import build_failsafe_l2
+    from dpmodels.topdown.failsafe_models import build_failsafe_l2
 
     return build_failsafe_l2(_example_problem(failsafe=True), 1)
 
 
 @register_example("topdown.failsafe_l2.phase2")
 def _example_failsafe_l2_phase2():
-    from dpmodels.topdown.models import build_failsafe_l2
+    from dpmodels.topdown.failsafe_models import build_failsafe_l2
 
     return build_failsafe_l2(_example_problem(failsafe=True), 2, 0.0)
 
 
 @register_example("topdown.failsafe_l1.phase1")
 def _example_failsafe_l1_phase1():
-    from dpmodels.topdown.models import build_failsafe_l1
+    from dpmodels.topdown.failsafe_models import build_failsafe_l1
 
     return build_failsafe_l1(_example_problem(failsafe=True), _FAILSAFE_HSTAR, 1)
 
 
 @register_example("topdown.failsafe_l1.phase2")
 def _example_failsafe_l1_phase2():
-    from dpmodels.topdown.models import build_failsafe_l1
+    from dpmodels.topdown.failsafe_models import build_failsafe_l1
 
     return build_failsafe_l1(_example_problem(failsafe=True), _FAILSAFE_HSTAR, 2, 2.0)

@@ -25,7 +25,8 @@ from dpmodels.core.noise import make_rng
 
 from .compiled import l1_system, solve_l1_highs
 from .data import FlowData
-from .models import ChildSpec, NodeProblem, WeightedQuery, build_l1, build_l2, histogram_values
+from .models import build_l1, build_l2, histogram_values
+from .node_data import ChildSpec, NodeProblem, WeightedQuery
 
 __all__ = ["random_node_problem", "rounding_sweep", "l2_sweep", "state_end_to_end", "run_bench"]
 
@@ -166,7 +167,7 @@ def state_end_to_end(
     preset: str = "state", races: int = 63, epsilon: float = 4.0, executors=(None, 2), seed: int = 0
 ) -> dict:
     """A whole synthetic state: serial and pooled runs, time per level, and the extrapolation."""
-    from dpmodels import instances
+    import dpmodels.instances as instances
 
     from .driver import topdown
     from .mechanism import measure

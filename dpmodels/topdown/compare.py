@@ -46,7 +46,7 @@ from dpmodels.core.noise import as_epsilon
 from .data import TopDownData
 from .driver import TopDownResult, free_marginal, topdown
 from .mechanism import Measurements, Strategy, default_strategy, measure
-from .models import ChildSpec, NodeProblem, WeightedQuery
+from .node_data import ChildSpec, NodeProblem, WeightedQuery
 from .solve import NodeOptions
 
 __all__ = [

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .models import NodeProblem, split_floor
+from .node_data import NodeProblem, split_floor
 
 __all__ = ["LinearSystem", "l2_system", "l1_system", "solve_l2_clarabel", "solve_l1_highs"]
 

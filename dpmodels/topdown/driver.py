@@ -22,7 +22,7 @@ from dpmodels.core.hierarchy import Hierarchy
 
 from .data import PublicKnowledge, Schema, TopDownData, microdata
 from .mechanism import Measurements, Strategy, measure
-from .models import ChildSpec, NodeProblem, WeightedQuery
+from .node_data import ChildSpec, NodeProblem, WeightedQuery
 from .queries import kron_query
 from .solve import NodeOptions, NodeSolution, flows_hold, solve_node
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from dpmodels.core.errors import InfeasibleDomainError, ModelStructureError
 
-from .models import split_floor
+from .node_data import split_floor
 
 __all__ = ["SCALE", "FlowNetwork", "FlowRounding", "rounding_network", "round_by_flow", "solve_flow_rounding"]
 

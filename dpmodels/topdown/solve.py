@@ -25,16 +25,10 @@ from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.core.facade import solve
 
 from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel
+from .failsafe_models import build_failsafe_l1, build_failsafe_l2
 from .flow import solve_flow_rounding  # the plugins' algorithms, on plain data
-from .models import (
-    NodeProblem,
-    build_failsafe_l1,
-    build_failsafe_l2,
-    build_l1,
-    build_l2,
-    histogram_values,
-    split_floor,
-)
+from .models import build_l1, build_l2, histogram_values
+from .node_data import NodeProblem, split_floor
 from .tree_l2 import solve_tree_l2, tree_objective
 from .tum import matrix_certificate, tum_certificate
 

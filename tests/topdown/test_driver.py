@@ -11,7 +11,7 @@ from dpmodels import instances
 from dpmodels.topdown.data import Edit, FlowData
 from dpmodels.topdown.driver import free_marginal, run_topdown
 from dpmodels.topdown.mechanism import measure
-from dpmodels.topdown.models import ChildSpec, NodeProblem, WeightedQuery
+from dpmodels.topdown.node_data import ChildSpec, NodeProblem, WeightedQuery
 from dpmodels.topdown.solve import NodeOptions, solve_node, verify_children
 
 

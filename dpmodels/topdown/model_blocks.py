@@ -1,0 +1,163 @@
+"""The Pyomo blocks every TopDown model shares, with the component names of spec 7.
+
+The L2 and rounding builders (:mod:`.models`) and the failsafe builders (:mod:`.failsafe_models`)
+assemble their models from these: the index sets, the parent sums, the root or invariant
+totals, the flow constraints ``NF`` (``gq_def``, ``flow_out``, ``flow_in``, ``comb_pop``), the
+edits and the weighted least-squares objective.  Every block takes ``hist(t, x)``, the
+histogram expression of child t at cell x (a variable ``H[t, x]`` in the L2 models,
+``floor + y[t, x]`` in the roundings), so one block serves every builder.
+
+No model carries a constraint without variables: :func:`_relation` checks a row whose terms are
+all constants (a cell whose floors already meet its parent, an edit on inactive cells) and
+omits it; a violated one raises :class:`~dpmodels.core.errors.InfeasibleDomainError` naming it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyomo.environ as pyo
+
+from dpmodels.core.errors import DataValidationError, InfeasibleDomainError
+
+from .node_data import NodeProblem
+
+
+def _base(problem: NodeProblem, title: str) -> pyo.ConcreteModel:
+    m = pyo.ConcreteModel(name=title)
+    m.children = pyo.RangeSet(0, problem.m - 1)
+    m.cells = pyo.Set(initialize=[int(x) for x in problem.cells], ordered=True)
+    return m
+
+
+def _keys(problem: NodeProblem) -> list[tuple[int, int]]:
+    return [(t, int(x)) for t in range(problem.m) for x in problem.cells]
+
+
+def _type_cells(problem: NodeProblem) -> dict[int, list[int]]:
+    types = problem.types()
+    return {g: [int(x) for x in problem.cells[types == g]] for g in np.unique(types)}
+
+
+def _relation(lhs, op: str, rhs, row: str):
+    """The constraint ``lhs op rhs``; ``Constraint.Skip`` when no variable is left in ``lhs``
+    (rounding fixed every term, or no active cell enters the row) and the constants satisfy it.
+
+    No model carries a row without variables (Pyomo would store ``Constraint.Feasible`` as a
+    trivial relation, which some solver interfaces, SCIP's among them, cannot take).  A
+    violated constant row means no histogram satisfies the model: ``InfeasibleDomainError``
+    names the row (``row``: component name and index).
+    """
+    if not hasattr(lhs, "is_potentially_variable") or not lhs.is_potentially_variable():
+        value = float(pyo.value(lhs))
+        rhs = float(rhs)
+        holds = {"<=": value <= rhs + 1e-9, ">=": value >= rhs - 1e-9, "==": abs(value - rhs) <= 1e-9}[op]
+        if not holds:
+            raise InfeasibleDomainError(
+                row,
+                f"the row has no variable left and its constants violate it ({value:g} {op} {rhs:g}): "
+                "no histogram satisfies the model",
+            )
+        return pyo.Constraint.Skip
+    return {"<=": lhs <= rhs, ">=": lhs >= rhs, "==": lhs == rhs}[op]
+
+
+def _add_flows(m, problem: NodeProblem, hist) -> dict[str, list]:
+    """``NF(tau, .)`` for every child with flow data: gq_def, flow_out, flow_in, comb_pop
+    (flow lower bounds are variable bounds ``flow_lb``).  ``hist(t, x)`` is the histogram
+    expression of child t at cell x.  Returns the layout of ``GQ``, ``F`` and ``CB`` (empty
+    without flow data)."""
+    rows = [(t, c.flows) for t, c in enumerate(problem.children) if c.flows is not None]
+    if not rows:
+        return {}
+    cells_of = _type_cells(problem)
+    gq_idx = [(t, g) for t, f in rows for g in range(f.n_types)]
+    arc_idx = [(t, g, c) for t, f in rows for g, c in f.arcs()]
+    comb_idx = [(t, c) for t, f in rows for c in range(len(f.combos))]
+    flow = dict(rows)
+    m.GQ = pyo.Var(gq_idx, domain=pyo.NonNegativeReals, doc="population of GQ type g in child t")
+    m.F = pyo.Var(
+        arc_idx,
+        bounds=lambda m, t, g, c: (int(flow[t].lower[c, g]), None),
+        doc="flow of type g to combination c (flow_lb: its lower bound f_{g,c})",
+    )
+    m.CB = pyo.Var(comb_idx, domain=pyo.NonNegativeReals, doc="population of the leaves of combination c")
+    m.gq_def = pyo.Constraint(
+        gq_idx, rule=lambda m, t, g: m.GQ[t, g] == pyo.quicksum(hist(t, x) for x in cells_of.get(g, []))
+    )
+    out = {k: [] for k in gq_idx}
+    into = {k: [] for k in comb_idx}
+    for t, g, c in arc_idx:
+        out[t, g].append(m.F[t, g, c])
+        into[t, c].append(m.F[t, g, c])
+    m.flow_out = pyo.Constraint(gq_idx, rule=lambda m, t, g: m.GQ[t, g] == pyo.quicksum(out[t, g]))
+    m.flow_in = pyo.Constraint(comb_idx, rule=lambda m, t, c: m.CB[t, c] == pyo.quicksum(into[t, c]))
+    fixed = [(t, c) for t, c in comb_idx if flow[t].population[c] >= 0]
+    m.comb_pop = pyo.Constraint(fixed, rule=lambda m, t, c: m.CB[t, c] == int(flow[t].population[c]))
+    return {"GQ": gq_idx, "F": arc_idx, "CB": comb_idx}
+
+
+def _add_totals(m, problem: NodeProblem, hist) -> None:
+    """Root total, or invariant child totals not already implied by fixed flow populations."""
+    if problem.parent is None:
+        m.total = pyo.Constraint(
+            rule=lambda m: _relation(pyo.quicksum(hist(0, x) for x in m.cells), "==", problem.root_total, "total")
+        )
+        return
+    need = [
+        t for t, c in enumerate(problem.children) if c.total is not None and not (c.flows is not None and c.flows.fixed)
+    ]
+    m.child_total = pyo.Constraint(
+        need,
+        rule=lambda m, t: _relation(
+            pyo.quicksum(hist(t, x) for x in m.cells), "==", problem.children[t].total, f"child_total[{t}]"
+        ),
+    )
+
+
+def _add_edits(m, problem: NodeProblem, hist, use: bool) -> None:
+    edits = list(problem.edits) if use else []
+    idx = [(t, j) for t in range(problem.m) for j in range(len(edits))]
+
+    def rule(m, t, j):
+        e = edits[j]
+        lhs = pyo.quicksum(float(e.coef[x]) * hist(t, x) for x in m.cells if e.coef[x] != 0)
+        return _relation(lhs, e.op, 0, f"edit[{t},{j}] ({e.name!r} on child {t})")
+
+    m.edit = pyo.Constraint(idx, rule=rule, doc="linear edits on each child histogram")
+
+
+def _add_parent_sum(m, problem: NodeProblem, hist) -> None:
+    if problem.parent is None:
+        return
+    parent = dict(zip((int(x) for x in problem.cells), problem.parent.tolist(), strict=True))
+    m.parent_sum = pyo.Constraint(
+        m.cells,
+        rule=lambda m, x: _relation(pyo.quicksum(hist(t, x) for t in m.children), "==", parent[x], f"parent_sum[{x}]"),
+    )
+
+
+def _l2_objective_terms(m, problem: NodeProblem, hist, weights: str):
+    """Weighted squared residuals; identity queries directly, others through ``resid`` rows."""
+    terms, resid_rows = [], []
+    cells = list(m.cells)
+    for t, child in enumerate(problem.children):
+        for qi, q in enumerate(child.queries):
+            w = q.weight if weights == "inverse_variance" else 1.0
+            if q.identity:
+                terms += [w * (hist(t, x) - float(v)) ** 2 for x, v in zip(cells, q.values, strict=True)]
+                continue
+            coo = q.matrix.tocoo()
+            rows: dict[int, list] = {}
+            for r, col, val in zip(coo.row, coo.col, coo.data, strict=True):
+                rows.setdefault(int(r), []).append(float(val) * hist(t, cells[col]))
+            resid_rows += [((t, qi, r), pyo.quicksum(rows[r]) - float(q.values[r]), w) for r in sorted(rows)]
+    expr_of = {k: e for k, e, _ in resid_rows}
+    m.resid = pyo.Var(list(expr_of), doc="residual of a measured query row")
+    m.resid_def = pyo.Constraint(list(expr_of), rule=lambda m, *k: m.resid[k] == expr_of[k])
+    terms += [w * m.resid[k] ** 2 for k, _, w in resid_rows]
+    return pyo.quicksum(terms)
+
+
+def _check_weights(weights: str) -> None:
+    if weights not in ("inverse_variance", "paper"):
+        raise DataValidationError("weights", f"must be 'inverse_variance' or 'paper' (w = 1), got {weights!r}")
