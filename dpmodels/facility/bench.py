@@ -21,7 +21,7 @@ __all__ = ["bench_pipeline", "bench_tree_dp", "bench_tree_dp_scaling", "run_benc
 
 def bench_pipeline(n: int = 100_000, epsilon: float = 1.0, f: float = 0.01, seed: int = 0) -> dict:
     """Embedding + mechanism on ``n`` uniform points in the unit square."""
-    from dpmodels import instances
+    import dpmodels.instances as instances
 
     from .hst import frt_embedding
     from .mechanism import dp_ufl_general, true_label
@@ -49,7 +49,7 @@ def bench_pipeline(n: int = 100_000, epsilon: float = 1.0, f: float = 0.01, seed
 
 def _hst_of_size(leaves: int, seed: int, f: float):
     """A random 1.5-HST with about ``leaves`` leaves (branching 1..4) and random counts."""
-    from dpmodels import instances
+    import dpmodels.instances as instances
 
     depth = max(2, int(np.ceil(np.log(leaves) / np.log(2.5))))
     rng = np.random.default_rng(seed)
@@ -64,7 +64,7 @@ def bench_tree_dp(sizes: Sequence[int] = (32, 64, 128, 256, 512), f: float = 20.
     """MIP (highs) vs tree DP on the same tree models, one row per size."""
     from pyomo.contrib.solver.common.results import TerminationCondition
 
-    import dpmodels
+    from dpmodels.core.facade import solve
 
     from .hst import tree_dp
     from .models import build_tree_model
@@ -76,10 +76,10 @@ def bench_tree_dp(sizes: Sequence[int] = (32, 64, 128, 256, 512), f: float = 20.
         model = build_tree_model(inst)
         build_s = time.perf_counter() - tick
         tick = time.perf_counter()
-        res = dpmodels.solve(model.clone(), "highs", time_limit=time_limit, options={"mip_rel_gap": 0.0})
+        res = solve(model.clone(), "highs", time_limit=time_limit, options={"mip_rel_gap": 0.0})
         mip_s = time.perf_counter() - tick
         tick = time.perf_counter()
-        plug = dpmodels.solve(model, "facility_tree_dp")
+        plug = solve(model, "facility_tree_dp")
         plugin_s = time.perf_counter() - tick
         tick = time.perf_counter()
         data = tree_dp(inst)
@@ -108,7 +108,7 @@ def bench_tree_dp(sizes: Sequence[int] = (32, 64, 128, 256, 512), f: float = 20.
 
 def bench_tree_dp_scaling(depths: Sequence[int] = (10, 13, 16), f: float = 20.0) -> list:
     """The tree DP alone on random HSTs far beyond MIP sizes (branching 1..3, about 2^depth leaves)."""
-    from dpmodels import instances
+    import dpmodels.instances as instances
 
     from .hst import tree_dp
 

@@ -38,7 +38,7 @@ BELOW_BOUND = true_label("ratio below bound")
 
 
 def _plane(n: int, seed, f: float, clusters: int) -> UFLInstance:
-    from dpmodels import instances
+    import dpmodels.instances as instances
 
     return instances.generate("facility/plane", seed=seed, n=n, f=f, clusters=clusters)
 
@@ -132,7 +132,7 @@ def lower_bound_table(
 
     The algorithms run with ε = 1/m unless ``epsilon`` is given (e.g. the non-private Algorithm 1
     with ε = 1, which the bound must catch once ``0.025 √m > 1``)."""
-    from dpmodels import instances
+    import dpmodels.instances as instances
 
     rows = []
     for m in ms:

@@ -115,7 +115,7 @@ def run_bench(
 ) -> pd.DataFrame:
     """``cell_km = 1.5`` gives the sparser 4-neighbour grid whose partition sizes match the
     paper's Table 1 (at 1 km every cell has 12 neighbours within eta = 2 km)."""
-    from dpmodels import instances
+    import dpmodels.instances as instances
 
     k = min(100, rows * cols)  # the paper's K = 100, or every cell of a smaller grid
     print(

@@ -97,7 +97,7 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load(args):
-    from dpmodels import instances
+    import dpmodels.instances as instances
 
     settings = parse_settings(args.set)
     kind = instances.available().get(args.instance, "")

@@ -77,7 +77,7 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load(args):
-    from dpmodels import instances
+    import dpmodels.instances as instances
     from dpmodels.instances.pgsr import from_csv
 
     own = args.csv_counts or args.csv_records

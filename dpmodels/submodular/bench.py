@@ -51,7 +51,7 @@ def _measure(run, trace: bool = True):
 def bench_rows(n: int, rank: int, samples: int, sampled_max: int, seed: int = 0, private=()) -> list[dict]:
     """Greedy and continuous greedy (and the private runs at the epsilons ``private``) on one sparse
     coverage instance with ``n`` elements."""
-    from dpmodels import instances
+    import dpmodels.instances as instances
 
     inst, build_s, build_peak = _measure(
         lambda: instances.generate("submodular/coverage", seed=seed, n=n, users=2 * n, degree=3.0, rank=rank)

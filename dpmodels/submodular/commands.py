@@ -49,7 +49,7 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_compare(args) -> int:
-    from dpmodels import instances
+    import dpmodels.instances as instances
 
     from .compare import compare_submodular, plot_curve, privacy_utility
     from .data import KSubmodularInstance, SubmodularInstance

@@ -1,7 +1,8 @@
 """What the TopDown family shows the ``dpmodels`` command: ``compare``, ``bench`` and ``release topdown``.
 
-The library functions live in ``compare.py``, ``bench.py`` and ``release.py``; this module
-only declares their arguments and calls them (the shared tail is :mod:`dpmodels.core.commands`).
+The library functions live in ``compare.py``, ``compare_report.py``, ``bench.py`` and
+``release.py``; this module only declares their arguments and calls them (the shared tail is
+:mod:`dpmodels.core.commands`).
 The comparison's default (the ``tiny`` synthetic census, 4 budgets x 3 runs) finishes in
 seconds; larger geographies are behind ``--preset small|county|state``.
 """
@@ -69,7 +70,7 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load(args):
-    from dpmodels import instances
+    import dpmodels.instances as instances
     from dpmodels.instances.topdown import PRESETS
 
     if args.preset not in PRESETS:
@@ -92,7 +93,8 @@ def _load(args):
 def _run_compare(args) -> int:
     from dataclasses import replace
 
-    from .compare import compare_topdown, format_summary, plot_topdown, resolve_configs, summary_table, violation_counts
+    from .compare import compare_topdown, resolve_configs
+    from .compare_report import format_summary, plot_topdown, summary_table, violation_counts
 
     try:
         configs = resolve_configs(args.configs)
