@@ -27,7 +27,9 @@ configurations are compared on paired noise.  Every row of the result is one
   level row of the run; all must be 0, spec 5);
 * ``noise digest``: a hash of the run's noisy measurements (identical across configurations).
 
-``summary_table`` averages the runs; ``plot_topdown`` draws error and time per level.
+The frame's tables (``summary_table`` averages the runs, ``format_summary``,
+``violation_counts``) and ``plot_topdown`` are in :mod:`.compare_report`;
+:func:`~dpmodels.topdown.driver.node_problem` rebuilds one of the solves for inspection.
 """
 
 from __future__ import annotations
@@ -44,9 +46,8 @@ from dpmodels.core.executors import map_tasks
 from dpmodels.core.noise import as_epsilon
 
 from .data import TopDownData
-from .driver import TopDownResult, free_marginal, topdown
+from .driver import TopDownResult, _is_identity, topdown
 from .mechanism import Measurements, Strategy, default_strategy, measure
-from .node_data import ChildSpec, NodeProblem, WeightedQuery
 from .solve import NodeOptions
 
 __all__ = [
@@ -57,12 +58,8 @@ __all__ = [
     "compare_topdown",
     "level_metrics",
     "measurement_digest",
-    "node_problem",
-    "summary_table",
-    "format_summary",
-    "violation_counts",
-    "plot_topdown",
 ]
+
 
 #: Named post-processing configurations.  The flow rounder cannot carry an edit row (the edit of
 #: the synthetic data has coefficient 4, not a network row), and ``NodeOptions(l1="topdown_flow")``
@@ -232,11 +229,6 @@ def level_metrics(data: TopDownData, result: TopDownResult, strategy: Strategy |
     return out
 
 
-def _is_identity(matrix, n: int) -> bool:
-    a = sp.csr_matrix(matrix)
-    return a.shape == (n, n) and a.nnz == n and bool((a.diagonal() == 1).all())
-
-
 def _log_metrics(log: pd.DataFrame, level: int) -> dict:
     """Solve counts, d* and solve times of the parents that released ``level``."""
     out = {m: 0 for m in _METHODS}
@@ -282,174 +274,3 @@ def _log_metrics(log: pd.DataFrame, level: int) -> dict:
     out["L1 seconds"] = float(secs[rows["stage"] == "L1"].sum())
     out["max solve seconds"] = float(secs.groupby(rows["node"]).sum().max())
     return out
-
-
-# ---------------------------------------------------------------------- one solve, for inspection
-def node_problem(
-    data: TopDownData, measurements: Measurements, node: int | None = None, parent: np.ndarray | None = None
-) -> NodeProblem:
-    """The :class:`NodeProblem` TopDown solves: the root solve for ``node=None`` (its total is
-    public), else the solve of the children of region ``node`` given its released ``parent``
-    histogram (a full-length vector over the schema's cells), as the driver builds it.  Only
-    noisy answers and public knowledge go in."""
-    geo, kn, schema = data.geography, data.knowledge, data.schema
-    kn.check(geo)  # public totals only for the invariant regions
-    zeros = np.zeros(schema.size, dtype=bool)
-    zeros[np.asarray(kn.structural_zeros, dtype=np.int64)] = True
-    mats = {q.name: q.matrix.tocsr() for q in measurements.strategy.queries}
-    common = {
-        "cell_type": None if kn.gq is None else kn.gq.cell_type,
-        "edits": kn.edits,
-        "free_marginal": free_marginal(schema, kn),
-    }
-
-    def spec(r: int, cells: np.ndarray) -> ChildSpec:
-        queries = []
-        for meas in measurements.by_node[r]:
-            sub = mats[meas.query][:, cells]
-            rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-            ident = _is_identity(mats[meas.query], schema.size)
-            queries.append(WeightedQuery(meas.query, sub[rows], meas.values[rows], 1.0 / meas.variance, ident))
-        return ChildSpec(r, queries, kn.invariant_total(geo, r), kn.flow_data(geo, r))
-
-    if node is None:
-        cells = np.flatnonzero(~zeros)
-        return NodeProblem(cells, [spec(0, cells)], root_total=kn.root_total, **common)
-    if parent is None:
-        raise DataValidationError("parent", "a child solve needs the released histogram of its parent")
-    parent = np.asarray(parent).ravel()
-    if len(parent) != schema.size:
-        raise DataValidationError("parent", f"needs one count per cell ({schema.size}), got {len(parent)}")
-    kids = geo.children(node)
-    if len(kids) == 0:
-        raise DataValidationError("node", f"{geo.names[node]!r} is a leaf: it has no children to solve")
-    cells = np.flatnonzero(parent > 0)
-    return NodeProblem(cells, [spec(int(c), cells) for c in kids], parent=parent[cells], **common)
-
-
-# ---------------------------------------------------------------------- summaries
-_SHOWN = (
-    "L1 error",
-    "workload MAE",
-    "total error/node",
-    "solves",
-    "lp-integral",
-    "mip",
-    "flow",
-    "already integral",
-    "failsafe",
-    "one child",
-    "zero parent",
-    "edit fallbacks",
-    "d* max",
-    "seconds",
-)
-
-
-def summary_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Means over the runs per ``(config, epsilon, level)`` of every numeric metric, plus ``runs``."""
-    if df.empty:
-        return pd.DataFrame()
-    keys = ["config", "epsilon", "level"]
-    numeric = [c for c in df.columns if c not in keys + ["run"] and pd.api.types.is_numeric_dtype(df[c])]
-    agg = df.groupby(keys, sort=False)
-    out = agg[numeric].mean()
-    out["runs"] = agg["run"].nunique()
-    order = {c: i for i, c in enumerate(dict.fromkeys(df["config"]))}
-    out = out.reset_index()
-    return out.sort_values(
-        ["config", "epsilon", "level"], key=lambda c: c.map(order) if c.name == "config" else c
-    ).reset_index(drop=True)
-
-
-def format_summary(table: pd.DataFrame) -> str:
-    """Printable summary: one line per ``(config, epsilon, level)`` with the main metrics."""
-    cols = ["config", "epsilon", "level"] + [c for c in _SHOWN if c in table.columns]
-    shown = table[cols].copy()
-    for col in ("L1 error", "total error/node"):
-        shown[col] = shown[col].map(lambda v: f"{v:,.1f}")
-    shown["workload MAE"] = shown["workload MAE"].map(lambda v: f"{v:.3f}" if pd.notna(v) else "-")
-    for col in _SHOWN[3:-2]:
-        shown[col] = shown[col].map(lambda v: f"{v:g}")
-    shown["d* max"] = shown["d* max"].map(lambda v: f"{v:g}" if pd.notna(v) else "-")
-    shown["seconds"] = shown["seconds"].map(lambda v: f"{v:.3g}")
-    shown["epsilon"] = shown["epsilon"].map(lambda v: f"{v:g}")
-    return shown.to_string(index=False)
-
-
-def violation_counts(df: pd.DataFrame) -> pd.DataFrame:
-    """Per configuration: the ``result.checks`` violations summed over runs (``-`` = not checked,
-    e.g. edits for configurations that drop them), and the edit-violating leaves (information)."""
-    check_cols = [c for c in df.columns if c.startswith("check: ")]
-    per_run = df.drop_duplicates(["config", "epsilon", "run"])
-    out = per_run.groupby("config", sort=False)[check_cols].sum(min_count=1)
-    out.columns = [c.removeprefix("check: ") for c in out.columns]
-    leaves = df[df["level"] == df["level"].max()]
-    out["edit-violating leaves (info)"] = leaves.groupby("config", sort=False)["edit-violating nodes"].sum()
-    out["runs"] = per_run.groupby("config", sort=False).size()
-    return out.astype("Int64")
-
-
-_STYLES = (
-    {"marker": "o", "linestyle": "-"},
-    {"marker": "s", "linestyle": "--"},
-    {"marker": "^", "linestyle": ":"},
-    {"marker": "D", "linestyle": "-."},
-)
-
-
-def _epsilon_ticks(ax, epsilons) -> None:
-    from matplotlib.ticker import FixedLocator, NullLocator
-
-    ax.xaxis.set_major_locator(FixedLocator(epsilons))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([f"{e:g}" for e in epsilons])
-
-
-def plot_topdown(df: pd.DataFrame, path: str, title: str = "") -> None:
-    """PNG: one panel per level with the mean L1 error against epsilon per configuration, the
-    mean wall time per level, and the workload MAE against epsilon (leaf level)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    table = summary_table(df)
-    levels = sorted(table["level"].unique())
-    n_panels = len(levels) + 2
-    ncols = min(4, n_panels)
-    nrows = -(-n_panels // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows), squeeze=False)
-    axes = axes.ravel()
-    configs = list(dict.fromkeys(table["config"]))
-    epsilons = sorted(table["epsilon"].unique())
-    styles = {name: _STYLES[k % len(_STYLES)] for k, name in enumerate(configs)}
-    for k, level in enumerate(levels):
-        ax = axes[k]
-        for name in configs:
-            g = table[(table["config"] == name) & (table["level"] == level)]
-            ax.plot(g["epsilon"], g["L1 error"].clip(lower=1e-1), label=name, **styles[name])
-        ax.set(xscale="log", yscale="log", xlabel="epsilon", ylabel="L1 error (sum over nodes)")
-        ax.set_title(f"level {level}" + (" (invariant totals)" if g["invariant totals"].all() else ""))
-        _epsilon_ticks(ax, epsilons)
-    ax = axes[len(levels)]
-    width = 0.8 / max(len(configs), 1)
-    for j, name in enumerate(configs):
-        g = table[table["config"] == name].groupby("level")["seconds"].mean()
-        ax.bar(np.asarray(g.index) + (j - (len(configs) - 1) / 2) * width, g.to_numpy(), width, label=name)
-    ax.set(xlabel="level", ylabel="seconds (mean over epsilon, runs)", title="wall time per level", xticks=levels)
-    ax = axes[len(levels) + 1]
-    leaf = table[table["level"] == levels[-1]]
-    for name in configs:
-        g = leaf[leaf["config"] == name]
-        ax.plot(g["epsilon"], g["workload MAE"], label=name, **styles[name])
-    ax.set(xscale="log", yscale="log", xlabel="epsilon", ylabel="MAE", title=f"workload MAE, level {levels[-1]}")
-    _epsilon_ticks(ax, epsilons)
-    for ax in axes[n_panels:]:
-        ax.axis("off")
-    axes[0].legend(fontsize=7)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

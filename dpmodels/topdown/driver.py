@@ -6,6 +6,9 @@ single child inherits its parent; a zero parent has zero children; only cells wh
 parent is positive get variables.  The result holds every node's histogram, the leaf
 histograms (from which microdata follow), a solve log and per-level times, and the checks
 of every public constraint on the output.
+
+:func:`node_problem` rebuilds, for inspection, the :class:`~dpmodels.topdown.node_data.NodeProblem`
+of one of these solves from the noisy measurements and the public knowledge.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from dpmodels.core.errors import DataValidationError
 from dpmodels.core.executors import map_tasks, resolve_executor
 from dpmodels.core.hierarchy import Hierarchy
 
@@ -26,7 +30,7 @@ from .node_data import ChildSpec, NodeProblem, WeightedQuery
 from .queries import kron_query
 from .solve import NodeOptions, NodeSolution, flows_hold, solve_node
 
-__all__ = ["TopDownResult", "topdown", "run_topdown", "free_marginal"]
+__all__ = ["TopDownResult", "topdown", "run_topdown", "free_marginal", "node_problem"]
 
 
 @dataclass
@@ -246,3 +250,51 @@ def run_topdown(
         progress=progress,
     )
     return result, measurements
+
+
+# ---------------------------------------------------------------------- one solve, for inspection
+def node_problem(
+    data: TopDownData, measurements: Measurements, node: int | None = None, parent: np.ndarray | None = None
+) -> NodeProblem:
+    """The :class:`NodeProblem` TopDown solves: the root solve for ``node=None`` (its total is
+    public), else the solve of the children of region ``node`` given its released ``parent``
+    histogram (a full-length vector over the schema's cells), as the driver builds it.  Only
+    noisy answers and public knowledge go in."""
+    geo, kn, schema = data.geography, data.knowledge, data.schema
+    kn.check(geo)  # public totals only for the invariant regions
+    zeros = np.zeros(schema.size, dtype=bool)
+    zeros[np.asarray(kn.structural_zeros, dtype=np.int64)] = True
+    mats = {q.name: q.matrix.tocsr() for q in measurements.strategy.queries}
+    common = {
+        "cell_type": None if kn.gq is None else kn.gq.cell_type,
+        "edits": kn.edits,
+        "free_marginal": free_marginal(schema, kn),
+    }
+
+    def spec(r: int, cells: np.ndarray) -> ChildSpec:
+        queries = []
+        for meas in measurements.by_node[r]:
+            sub = mats[meas.query][:, cells]
+            rows = np.flatnonzero(np.diff(sub.indptr) > 0)
+            ident = _is_identity(mats[meas.query], schema.size)
+            queries.append(WeightedQuery(meas.query, sub[rows], meas.values[rows], 1.0 / meas.variance, ident))
+        return ChildSpec(r, queries, kn.invariant_total(geo, r), kn.flow_data(geo, r))
+
+    if node is None:
+        cells = np.flatnonzero(~zeros)
+        return NodeProblem(cells, [spec(0, cells)], root_total=kn.root_total, **common)
+    if parent is None:
+        raise DataValidationError("parent", "a child solve needs the released histogram of its parent")
+    parent = np.asarray(parent).ravel()
+    if len(parent) != schema.size:
+        raise DataValidationError("parent", f"needs one count per cell ({schema.size}), got {len(parent)}")
+    kids = geo.children(node)
+    if len(kids) == 0:
+        raise DataValidationError("node", f"{geo.names[node]!r} is a leaf: it has no children to solve")
+    cells = np.flatnonzero(parent > 0)
+    return NodeProblem(cells, [spec(int(c), cells) for c in kids], parent=parent[cells], **common)
+
+
+def _is_identity(matrix, n: int) -> bool:
+    a = sp.csr_matrix(matrix)
+    return a.shape == (n, n) and a.nnz == n and bool((a.diagonal() == 1).all())

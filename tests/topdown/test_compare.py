@@ -12,18 +12,9 @@ import scipy.sparse as sp
 from dpmodels import instances
 from dpmodels.cli import main
 from dpmodels.core.errors import DataValidationError
-from dpmodels.topdown.compare import (
-    CONFIGS,
-    DEFAULT_CONFIGS,
-    compare_topdown,
-    level_metrics,
-    node_problem,
-    plot_topdown,
-    resolve_configs,
-    summary_table,
-    violation_counts,
-)
-from dpmodels.topdown.driver import TopDownResult, topdown
+from dpmodels.topdown.compare import CONFIGS, DEFAULT_CONFIGS, compare_topdown, level_metrics, resolve_configs
+from dpmodels.topdown.compare_report import plot_topdown, summary_table, violation_counts
+from dpmodels.topdown.driver import TopDownResult, node_problem, topdown
 from dpmodels.topdown.mechanism import default_strategy, measure
 from dpmodels.topdown.solve import NodeOptions, solve_node
 

@@ -23,9 +23,8 @@ from hypothesis import strategies as st
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.topdown import queries
-from dpmodels.topdown.compare import node_problem
 from dpmodels.topdown.data import Attribute, PublicKnowledge, Schema, TopDownData
-from dpmodels.topdown.driver import topdown
+from dpmodels.topdown.driver import node_problem, topdown
 from dpmodels.topdown.mechanism import Strategy, measure
 from dpmodels.topdown.queries import QuerySet, identity, marginal, total
 
