@@ -4,7 +4,7 @@ Solves :func:`~dpmodels.facility.models.build_tree_model` models with ``sites="l
 ``build_ufl_mip`` models of an HST instance with leaf sites) in ``O(sum_u |C_u| L)`` time, no MIP
 solver needed; the open set and each client's nearest open leaf are loaded into ``y`` and ``x``.
 Models with all-node sites, a general metric or ``forced_open`` sites are refused.  The
-algorithm is :func:`dpmodels.facility.hst.tree_dp`; this module adapts it to Pyomo.
+algorithm is :func:`dpmodels.facility.hst_optimum.tree_dp`; this module adapts it to Pyomo.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import numpy as np
 
 from dpmodels.core.errors import ModelStructureError
 from dpmodels.facility.data import HSTInstance
-from dpmodels.facility.hst import nearest_in, tree_dp
+from dpmodels.facility.hst import nearest_in
+from dpmodels.facility.hst_optimum import tree_dp
 
 from .base import StructureSolver, converged
 
@@ -44,7 +45,7 @@ class FacilityTreeDPSolver(StructureSolver):
 
     @classmethod
     def run(cls, payload, options, controls):
-        """The :class:`~dpmodels.facility.hst.TreeDPResult` (optimum and open locations)."""
+        """The :class:`~dpmodels.facility.hst_optimum.TreeDPResult` (optimum and open locations)."""
         _refuse(payload)
         return tree_dp(payload.instance)
 

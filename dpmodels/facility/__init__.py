@@ -1,8 +1,9 @@
 """Differentially private uniform facility location (Esencayi, Gaboardi, Li, Wang, NeurIPS 2019).
 
 * :mod:`.data` - the UFL instance ``(V, d, f, N)`` and λ-HST instances, validated on construction.
-* :mod:`.hst` - HST toolkit (distances, LCA, subtree counts, minset, padding, rep, nearest-in-R,
-  LB9, the exact leaf-only tree DP) and the FRT-λ embedding with its measured stretch.
+* :mod:`.hst` - HST toolkit (distances, LCA, subtree counts, minset, padding, rep, nearest-in-R).
+* :mod:`.hst_optimum` - LB9 (Claim 9's lower bound) and the exact leaf-only tree DP.
+* :mod:`.frt` - the FRT-λ embedding of a metric into an HST, with its measured stretch.
 * :mod:`.mechanism` - Algorithm 1 (non-private), Algorithm 2 (ε-DP), the exact privacy-loss oracle,
   the general-metric pipeline publishing (T, R), and the labelled baseline reconstructions.
 * :mod:`.marks` - the exact draw of Algorithm 2's marks (no Laplace value formed, one raw word per node).
@@ -14,7 +15,8 @@ Plugins (``solvers/``): ``facility_tree_dp`` (exact tree DP) and ``facility_mech
 """
 
 from .data import HST, HSTInstance, UFLInstance
-from .hst import frt_embedding, lb9, tree_dp
+from .frt import frt_embedding
+from .hst_optimum import lb9, tree_dp
 from .mechanism import algorithm1, algorithm2, dp_ufl_general, privacy_loss_exact
 from .models import build_lb9_lp, build_tree_model, build_ufl_mip
 

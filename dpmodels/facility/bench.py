@@ -23,7 +23,7 @@ def bench_pipeline(n: int = 100_000, epsilon: float = 1.0, f: float = 0.01, seed
     """Embedding + mechanism on ``n`` uniform points in the unit square."""
     import dpmodels.instances as instances
 
-    from .hst import frt_embedding
+    from .frt import frt_embedding
     from .mechanism import dp_ufl_general, true_label
 
     inst = instances.generate("facility/plane", seed=seed, n=n, f=f, dense=False)
@@ -66,7 +66,7 @@ def bench_tree_dp(sizes: Sequence[int] = (32, 64, 128, 256, 512), f: float = 20.
 
     from dpmodels.core.facade import solve
 
-    from .hst import tree_dp
+    from .hst_optimum import tree_dp
     from .models import build_tree_model
 
     rows = []
@@ -110,7 +110,7 @@ def bench_tree_dp_scaling(depths: Sequence[int] = (10, 13, 16), f: float = 20.0)
     """The tree DP alone on random HSTs far beyond MIP sizes (branching 1..3, about 2^depth leaves)."""
     import dpmodels.instances as instances
 
-    from .hst import tree_dp
+    from .hst_optimum import tree_dp
 
     rows = []
     for depth in depths:

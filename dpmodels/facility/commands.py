@@ -26,7 +26,7 @@ from dpmodels.core.commands import (
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.release import add_common_arguments, finish, open_release
 
-from .hst import RADIUS_MODES
+from .frt import RADIUS_MODES
 
 __all__ = ["FAMILY"]
 

@@ -25,7 +25,7 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import make_rng
 
 from .data import UFLInstance, check_epsilon
-from .hst import measured_stretch
+from .frt import measured_stretch
 from .mechanism import BASELINES, dp_ufl_general, run_tree, true_label
 from .models import build_ufl_mip, solve_reference
 

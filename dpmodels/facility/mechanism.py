@@ -35,7 +35,8 @@ from dpmodels.core.noise import make_rng
 from dpmodels.core.randomness import describe
 
 from .data import HST, HSTInstance, UFLInstance, check_epsilon, check_lambda
-from .hst import Embedding, frt_embedding, minset, nearest_in, node_distance, pad, rep, subtree_counts
+from .frt import Embedding, frt_embedding
+from .hst import minset, nearest_in, node_distance, pad, rep, subtree_counts
 from .marks import draw_marks, exact_spend, float_above, level_thresholds
 
 __all__ = [

@@ -25,7 +25,8 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.session import PrivacySession
 
 from .data import HSTInstance, UFLInstance, check_lambda
-from .hst import RADIUS_MODES, rep
+from .frt import RADIUS_MODES
+from .hst import rep
 from .mechanism import SITE_MODES, TreeRelease, TreeRun, dp_ufl_general, run_tree
 
 __all__ = ["MARK_NOISE", "FacilityRelease", "release", "level_ledger", "facilities_frame", "tree_frame"]

@@ -10,22 +10,19 @@ from hypothesis import strategies as st
 from dpmodels import instances
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.facility.data import HST, HSTInstance, UFLInstance, check_epsilon, check_lambda, euclidean
+from dpmodels.facility.frt import distortion_bound, frt_embedding, measured_stretch, stretch_ratios
 from dpmodels.facility.hst import (
-    distortion_bound,
-    frt_embedding,
     is_antichain,
-    lb9,
     leaf_distances,
-    measured_stretch,
     minset,
     nearest_in,
     nearest_in_naive,
     node_distance,
     pad,
     rep,
-    stretch_ratios,
     subtree_counts,
 )
+from dpmodels.facility.hst_optimum import lb9
 from dpmodels.facility.mechanism import dp_ufl_general
 
 seeds = st.integers(0, 10_000)

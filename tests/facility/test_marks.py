@@ -19,7 +19,8 @@ from dpmodels import instances
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE
 from dpmodels.core.selection import laplace_exceeds
 from dpmodels.facility.data import HST, HSTInstance
-from dpmodels.facility.hst import frt_embedding, subtree_counts
+from dpmodels.facility.frt import frt_embedding
+from dpmodels.facility.hst import subtree_counts
 from dpmodels.facility.marks import (
     WORD,
     draw_marks,

@@ -13,7 +13,8 @@ import dpmodels
 from dpmodels import instances
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.facility.data import HSTInstance, UFLInstance
-from dpmodels.facility.hst import lb9, minset, node_distance, subtree_counts
+from dpmodels.facility.hst import minset, node_distance, subtree_counts
+from dpmodels.facility.hst_optimum import lb9
 from dpmodels.facility.mechanism import (
     algorithm1,
     algorithm2,
@@ -316,7 +317,7 @@ def test_relabelling_locations_permutes_the_outputs():
     inv = np.argsort(sigma)
     moved = UFLInstance(d=base.d[np.ix_(sigma, sigma)], f=base.f, N=base.N[sigma])
     perm = np.random.default_rng(2).permutation(30)
-    from dpmodels.facility.hst import frt_embedding
+    from dpmodels.facility.frt import frt_embedding
 
     e_old = frt_embedding(base.d, beta=0.8, perm=perm)
     e_new = frt_embedding(moved.d, beta=0.8, perm=inv[perm])

@@ -12,7 +12,8 @@ from dpmodels import instances
 from dpmodels.core.errors import ModelStructureError, PrivacyParameterError
 from dpmodels.core.relax import relax_integer_vars
 from dpmodels.facility.data import UFLInstance
-from dpmodels.facility.hst import lb9, tree_cost, tree_dp
+from dpmodels.facility.hst import tree_cost
+from dpmodels.facility.hst_optimum import lb9, tree_dp
 from dpmodels.facility.models import build_lb9_lp, build_tree_model, build_ufl_mip, open_sites, solve_reference
 
 seeds = st.integers(0, 10_000)
