@@ -4,8 +4,9 @@
 * :mod:`.hst` - HST toolkit (distances, LCA, subtree counts, minset, padding, rep, nearest-in-R).
 * :mod:`.hst_optimum` - LB9 (Claim 9's lower bound) and the exact leaf-only tree DP.
 * :mod:`.frt` - the FRT-λ embedding of a metric into an HST, with its measured stretch.
-* :mod:`.mechanism` - Algorithm 1 (non-private), Algorithm 2 (ε-DP), the exact privacy-loss oracle,
-  the general-metric pipeline publishing (T, R), and the labelled baseline reconstructions.
+* :mod:`.mechanism` - Algorithm 1 (non-private), Algorithm 2 (ε-DP), the exact privacy-loss oracle
+  and the labelled baseline reconstructions, on an HST.
+* :mod:`.general_metric` - the general-metric pipeline: FRT-λ tree, Algorithm 2, publish (T, R).
 * :mod:`.marks` - the exact draw of Algorithm 2's marks (no Laplace value formed, one raw word per node).
 * :mod:`.release` - ``release(session, epsilon)`` and ``dpmodels release facility`` (points CSV -> (T, R)).
 * :mod:`.models` - Pyomo builders: UFL MIP / LP relaxation, the tree model, the LB9 antichain LP.
@@ -16,8 +17,9 @@ Plugins (``solvers/``): ``facility_tree_dp`` (exact tree DP) and ``facility_mech
 
 from .data import HST, HSTInstance, UFLInstance
 from .frt import frt_embedding
+from .general_metric import dp_ufl_general
 from .hst_optimum import lb9, tree_dp
-from .mechanism import algorithm1, algorithm2, dp_ufl_general, privacy_loss_exact
+from .mechanism import algorithm1, algorithm2, privacy_loss_exact
 from .models import build_lb9_lp, build_tree_model, build_ufl_mip
 
 __all__ = [

@@ -24,7 +24,8 @@ def bench_pipeline(n: int = 100_000, epsilon: float = 1.0, f: float = 0.01, seed
     import dpmodels.instances as instances
 
     from .frt import frt_embedding
-    from .mechanism import dp_ufl_general, true_label
+    from .general_metric import dp_ufl_general
+    from .mechanism import true_label
 
     inst = instances.generate("facility/plane", seed=seed, n=n, f=f, dense=False)
     tick = time.perf_counter()

@@ -26,7 +26,8 @@ from dpmodels.core.noise import make_rng
 
 from .data import UFLInstance, check_epsilon
 from .frt import measured_stretch
-from .mechanism import BASELINES, dp_ufl_general, run_tree, true_label
+from .general_metric import dp_ufl_general
+from .mechanism import BASELINES, run_tree, true_label
 from .models import build_ufl_mip, solve_reference
 
 __all__ = ["compare_facility", "stretch_table", "lower_bound_table", "plot_compare"]

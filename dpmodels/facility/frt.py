@@ -9,7 +9,7 @@ KD-trees (same tree for the same seed).
 
 :func:`stretch_ratios`, :func:`measured_stretch` and :func:`distortion_bound` measure the
 distortion against the (18b) bound (spec 7.1 oracle 4).  The tree is data independent: the
-general-metric pipeline (:func:`~dpmodels.facility.mechanism.dp_ufl_general`) runs the mechanism on it.
+general-metric pipeline (:mod:`.general_metric`) runs the mechanism on it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ε-DP facility-location mechanism on HSTs and general metrics (spec 2.2, 3.3-3.8).
+"""The ε-DP facility-location mechanism on HSTs (spec 3.3-3.8), and its privacy accounting.
 
 * :func:`algorithm1` - UFL-tree-base(ε), non-private: mark ``ℓ(v) >= L'`` or ``N_v λ^ℓ(v) >= f``,
   publish ``R = minset(M)``.
@@ -8,8 +8,8 @@
   ``rep(s_T(v))``) and ``"all_nodes"`` (facilities at tree nodes).
 * :func:`privacy_loss_exact` - the exact worst-case log-likelihood ratio of the marked set between
   two count vectors (spec 3.6); :func:`epsilon_used` its closed-form bound.
-* :func:`dp_ufl_general` - the general-metric pipeline: FRT-λ tree (data-independent), Algorithm 2
-  on the ``d_min``-scaled instance, publish ``(T, R)``, report costs in original units.
+* The general-metric pipeline built on these, :func:`~dpmodels.facility.general_metric.dp_ufl_general`
+  (FRT-λ tree, then :func:`run_tree`), lives in :mod:`.general_metric`.
 * Results split what is published (``release``: T, R and public parameters) from what the true
   counts N decide (``diagnostics``: the opened set, each client's facility, every cost); report
   entries computed from N are labelled ``true ... (diagnostic)`` (:func:`true_label`).
@@ -34,8 +34,7 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import make_rng
 from dpmodels.core.randomness import describe
 
-from .data import HST, HSTInstance, UFLInstance, check_epsilon, check_lambda
-from .frt import Embedding, frt_embedding
+from .data import HST, HSTInstance, check_epsilon, check_lambda
 from .hst import minset, nearest_in, node_distance, pad, rep, subtree_counts
 from .marks import draw_marks, exact_spend, float_above, level_thresholds
 
@@ -57,9 +56,6 @@ __all__ = [
     "algorithm2",
     "run_tree",
     "privacy_loss_exact",
-    "PipelineDiagnostics",
-    "PipelineReport",
-    "dp_ufl_general",
 ]
 
 SITE_MODES = ("leaves", "all_nodes")
@@ -357,122 +353,3 @@ def privacy_loss_exact(instance: HSTInstance, other_counts, epsilon: float, algo
     lp1, lq1 = _log_tail(threshold - a, b)
     lp2, lq2 = _log_tail(threshold - a2, b)
     return float(np.maximum(np.abs(lp1 - lp2), np.abs(lq1 - lq2)).sum())
-
-
-# ------------------------------------------------------------------------------ general metric
-@dataclass(frozen=True, eq=False)
-class PipelineDiagnostics:
-    """The pipeline's serving and costs in original units, decided by the true counts N: reports
-    and tests only, never released.  ``facility``: the location serving each location with a
-    client (-1 otherwise); ``S``: the opened locations; ``realized_cost`` (each client at its
-    tree-chosen facility), ``set_cost`` (re-optimised within S) and ``tree_cost`` (in ``s d_T``)."""
-
-    facility: np.ndarray
-    S: np.ndarray
-    realized_cost: float
-    set_cost: float
-    tree_cost: float
-
-
-@dataclass
-class PipelineReport:
-    """One pipeline run: what it publishes, (T, R), in :attr:`release`, and its true-data report in
-    ``diagnostics`` (``facility``, ``S`` and the three costs are read-only aliases of it)."""
-
-    embedding: Embedding
-    run: TreeRun  # on the d_min-scaled instance
-    diagnostics: PipelineDiagnostics
-    epsilon: float
-    f: float
-
-    facility = property(lambda self: self.diagnostics.facility, doc="Serving location (diagnostic).")
-    S = property(lambda self: self.diagnostics.S, doc="Opened locations (true-data diagnostic).")
-    realized_cost = property(lambda self: self.diagnostics.realized_cost, doc="True cost (diagnostic).")
-    set_cost = property(lambda self: self.diagnostics.set_cost, doc="True cost within S (diagnostic).")
-    tree_cost = property(lambda self: self.diagnostics.tree_cost, doc="True cost in ``s d_T`` (diagnostic).")
-
-    @property
-    def tree(self) -> HST:
-        return self.run.tree
-
-    @property
-    def R(self) -> np.ndarray:
-        return self.run.R
-
-    @property
-    def release(self) -> TreeRelease:
-        """What the pipeline publishes: the tree run's (T, R) and public parameters (T depends on d only)."""
-        return self.run.release
-
-    def summary(self) -> dict:
-        """The report of spec 8.1.5: the public |R|, L', L, per-level noise scales, ε used (inf if
-        not private), ``d_min`` and the randomness source, then the costs and |S|, labelled
-        ``true ... (diagnostic)``."""
-        facility_cost = self.f * self.S.size
-        true = {
-            "realized cost": self.realized_cost,
-            "set cost": self.set_cost,
-            "tree cost": self.tree_cost,
-            "facility cost": facility_cost,
-            "connection cost": self.realized_cost - facility_cost,
-            "|S|": int(self.S.size),
-        }
-        public = {
-            "algorithm": self.run.algorithm,
-            "private": self.run.private,
-            "epsilon": self.epsilon,
-            "R": int(self.R.size),
-            "L_prime": self.run.lprime,
-            "L": self.run.tree.L,
-            "noise_scales": self.run.scales.tolist(),
-            "eps_used": self.run.eps_used,
-            "d_min": self.embedding.scale,
-            "randomness": self.run.randomness,
-        }
-        return public | {true_label(k): v for k, v in true.items()}
-
-
-def dp_ufl_general(
-    instance: UFLInstance,
-    epsilon: float,
-    *,
-    lam: float = 1.5,
-    radius_mode: str = "tight",
-    rng=None,
-    algorithm: str = "dp",
-    embedding: Embedding | None = None,
-) -> PipelineReport:
-    """DP-UFL-general (spec 2.2): FRT-λ tree, the tree algorithm on ``(T, f/d_min, N)``, publish (T, R).
-
-    Clients connect in the tree metric to ``s_T(v)`` and open ``rep(s_T(v))`` (a real location).
-    ``realized_cost`` charges each client its tree-chosen facility in ``d``; ``set_cost`` lets it
-    re-optimise within the opened set.  Pass ``embedding`` to reuse a tree (it depends on d only).
-    """
-    eps = check_epsilon(epsilon)
-    lam = check_lambda(lam)
-    if not instance.uniform:
-        raise DataValidationError("f", "the DP mechanism needs a uniform facility cost")
-    rng = make_rng(rng)
-    if embedding is None:
-        if instance.points is not None:
-            embedding = frt_embedding(points=instance.points, lam=lam, radius_mode=radius_mode, rng=rng)
-        else:
-            embedding = frt_embedding(instance.d, lam=lam, radius_mode=radius_mode, rng=rng)
-    elif embedding.tree.n != instance.n or embedding.tree.lam != lam:
-        raise DataValidationError("embedding", "the tree must have the instance's locations and λ")
-    s = embedding.scale
-    scaled = HSTInstance(embedding.tree, instance.f / s, instance.N, name=instance.name + " (tree)")
-    run = run_tree(scaled, eps, algorithm, rng=rng, sites="leaves")
-    loc = run.tree.location_of
-    clients = instance.N > 0
-    facility = np.full(instance.n, -1, dtype=np.int64)
-    facility[clients] = loc[run.facility[clients]]
-    S = np.unique(facility[clients])
-    idx = np.flatnonzero(clients)
-    if instance.points is not None:
-        dist = np.linalg.norm(instance.points[idx] - instance.points[facility[idx]], axis=1)
-    else:
-        dist = instance.d[idx, facility[idx]]
-    realized = instance.f * S.size + float((instance.N[idx] * dist).sum())
-    diagnostics = PipelineDiagnostics(facility, S, realized, instance.cost(S), run.cost * s)
-    return PipelineReport(embedding, run, diagnostics, eps, instance.f)

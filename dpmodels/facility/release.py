@@ -26,8 +26,9 @@ from dpmodels.core.session import PrivacySession
 
 from .data import HSTInstance, UFLInstance, check_lambda
 from .frt import RADIUS_MODES
+from .general_metric import dp_ufl_general
 from .hst import rep
-from .mechanism import SITE_MODES, TreeRelease, TreeRun, dp_ufl_general, run_tree
+from .mechanism import SITE_MODES, TreeRelease, TreeRun, run_tree
 
 __all__ = ["MARK_NOISE", "FacilityRelease", "release", "level_ledger", "facilities_frame", "tree_frame"]
 

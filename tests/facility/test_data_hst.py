@@ -11,6 +11,7 @@ from dpmodels import instances
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.facility.data import HST, HSTInstance, UFLInstance, check_epsilon, check_lambda, euclidean
 from dpmodels.facility.frt import distortion_bound, frt_embedding, measured_stretch, stretch_ratios
+from dpmodels.facility.general_metric import dp_ufl_general
 from dpmodels.facility.hst import (
     is_antichain,
     leaf_distances,
@@ -23,7 +24,6 @@ from dpmodels.facility.hst import (
     subtree_counts,
 )
 from dpmodels.facility.hst_optimum import lb9
-from dpmodels.facility.mechanism import dp_ufl_general
 
 seeds = st.integers(0, 10_000)
 

@@ -20,6 +20,7 @@ from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE
 from dpmodels.core.selection import laplace_exceeds
 from dpmodels.facility.data import HST, HSTInstance
 from dpmodels.facility.frt import frt_embedding
+from dpmodels.facility.general_metric import dp_ufl_general
 from dpmodels.facility.hst import subtree_counts
 from dpmodels.facility.marks import (
     WORD,
@@ -34,7 +35,6 @@ from dpmodels.facility.mechanism import (
     NO_RANDOMNESS,
     _log_tail,
     algorithm1,
-    dp_ufl_general,
     epsilon_used,
     noise_scales,
     run_tree,

@@ -13,12 +13,12 @@ import dpmodels
 from dpmodels import instances
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.facility.data import HSTInstance, UFLInstance
+from dpmodels.facility.general_metric import dp_ufl_general
 from dpmodels.facility.hst import minset, node_distance, subtree_counts
 from dpmodels.facility.hst_optimum import lb9
 from dpmodels.facility.mechanism import (
     algorithm1,
     algorithm2,
-    dp_ufl_general,
     epsilon_used,
     noise_constant,
     noise_scales,

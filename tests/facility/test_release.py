@@ -26,9 +26,10 @@ from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE
 from dpmodels.core.session import BudgetExceededError, PrivacySession
 from dpmodels.facility.data import HST
 from dpmodels.facility.frt import frt_embedding
+from dpmodels.facility.general_metric import dp_ufl_general
 from dpmodels.facility.hst import is_antichain
 from dpmodels.facility.marks import exact_spend
-from dpmodels.facility.mechanism import TreeRelease, algorithm2, dp_ufl_general, run_tree
+from dpmodels.facility.mechanism import TreeRelease, algorithm2, run_tree
 from dpmodels.facility.models import build_tree_model, build_ufl_mip
 from dpmodels.facility.release import FacilityRelease, level_ledger
 from dpmodels.facility.release import release as facility_release
