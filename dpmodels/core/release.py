@@ -18,6 +18,8 @@ __all__ = [
     "add_common_arguments",
     "check_output_path",
     "ledger_path",
+    "check_release_paths",
+    "refuse_overwriting_inputs",
     "open_session",
     "open_release",
     "finish",
@@ -27,14 +29,19 @@ __all__ = [
 DEFAULT_OUTPUTS = {"--out": "where to write the release"}
 
 
-def add_common_arguments(parser: argparse.ArgumentParser, outputs: dict[str, str] | None = None) -> None:
+def add_common_arguments(
+    parser: argparse.ArgumentParser, outputs: dict[str, str] | None = None, *, epsilon_help: str | None = None
+) -> None:
     """The options every release takes: budget, output files, ledger, and the seed policy.
 
     ``outputs`` maps each required output option to its help (default: one ``--out``); the
-    ledger goes beside the first.
+    ledger goes beside the first.  ``epsilon_help`` replaces the help of ``--epsilon`` for a
+    release whose epsilon is not a session budget (metric DP: epsilon per unit of distance).
     """
     outputs = outputs or DEFAULT_OUTPUTS
-    parser.add_argument("--epsilon", required=True, help="total privacy budget of this release (e.g. 1 or 0.5)")
+    parser.add_argument(
+        "--epsilon", required=True, help=epsilon_help or "total privacy budget of this release (e.g. 1 or 0.5)"
+    )
     for flag, text in outputs.items():
         parser.add_argument(flag, required=True, help=text)
     first = next(iter(outputs))
@@ -70,9 +77,9 @@ def open_session(args, data, name: str) -> tuple[PrivacySession, Path, Path]:
     return session, outs["--out"], ledger
 
 
-def open_release(args, data, name: str, flags) -> tuple[PrivacySession, dict[str, Path], Path]:
-    """Validate the output options ``flags`` (folders exist, all distinct), the ledger and the
-    budget, then open the session (no noise drawn yet).  Returns the paths by option."""
+def check_release_paths(args, flags) -> tuple[dict[str, Path], Path]:
+    """The output options ``flags`` and the ledger as paths: folders exist, none a directory, all
+    distinct.  Returns the paths by option and the ledger's path."""
     outs = {flag: check_output_path(getattr(args, flag.lstrip("-").replace("-", "_")), flag) for flag in flags}
     ledger = ledger_path(next(iter(outs.values())), args.ledger)
     seen: dict[Path, str] = {}
@@ -80,6 +87,22 @@ def open_release(args, data, name: str, flags) -> tuple[PrivacySession, dict[str
         other = seen.setdefault(path.resolve(), flag)
         if other != flag:
             raise DataValidationError(flag, f"must differ from {other} ({path})")
+    return outs, ledger
+
+
+def refuse_overwriting_inputs(outputs: dict[str, Path], inputs: dict[str, object]) -> None:
+    """No output (option -> path) may replace an input file (option -> path or None)."""
+    sources = {Path(path).resolve(): flag for flag, path in inputs.items() if path}
+    for flag, path in outputs.items():
+        source = sources.get(Path(path).resolve())
+        if source:
+            raise DataValidationError(flag, f"{path} would overwrite the input {source}")
+
+
+def open_release(args, data, name: str, flags) -> tuple[PrivacySession, dict[str, Path], Path]:
+    """Validate the output options ``flags`` (folders exist, all distinct), the ledger and the
+    budget, then open the session (no noise drawn yet).  Returns the paths by option."""
+    outs, ledger = check_release_paths(args, flags)
     session = PrivacySession(data, args.epsilon, seed=args.seed, not_private=args.not_private, name=name)
     return session, outs, ledger
 
