@@ -1,7 +1,8 @@
-"""What the submodular family shows the ``dpmodels`` command: ``compare`` and ``bench submodular``.
+"""What the submodular family shows the ``dpmodels`` command: ``compare``, ``bench`` and ``release submodular``.
 
-The library functions live in ``compare.py`` and ``bench.py``; this module only declares
-their arguments and calls them (the shared tail is :mod:`dpmodels.core.commands`).  The
+The library functions live in ``compare.py``, ``bench.py`` and ``release.py``; this module only
+declares their arguments and calls them (the shared tail is :mod:`dpmodels.core.commands`, and
+:mod:`dpmodels.core.release` for the release).  The
 comparison's default (the greedy trap of spec 8.4, 3 budgets x 5 seeds) finishes in seconds;
 larger instances are behind ``--instance submodular/coverage --set n=...``.
 """
@@ -20,6 +21,7 @@ from dpmodels.core.commands import (
     report_written,
 )
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.release import add_common_arguments, finish, open_release, refuse_overwriting_inputs
 from dpmodels.core.settings import parse_settings
 
 __all__ = ["FAMILY"]
@@ -98,6 +100,93 @@ def _run_bench(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- release
+#: The input files of ``release submodular``, by option.
+RELEASE_INPUTS = ("--coverage", "--elements", "--partition", "--weights")
+
+
+def _release_arguments(p: argparse.ArgumentParser) -> None:
+    from .release import SET_FUNCTION_ALGORITHMS
+
+    p.add_argument("--coverage", required=True, help="element,user CSV: one row per element a user covers (private)")
+    ground = p.add_mutually_exclusive_group(required=True)
+    ground.add_argument("--elements", help="public ground set: a CSV with an element column (uniform matroid, --rank)")
+    ground.add_argument("--partition", help="public ground set and parts: an element,part CSV (with --capacity)")
+    p.add_argument("--rank", type=positive_int, help="with --elements: select at most this many elements")
+    p.add_argument("--capacity", type=positive_int, help="with --partition: select at most this many per part")
+    p.add_argument("--weights", help="user,weight CSV, one row per user (default: every user weighs 1)")
+    p.add_argument(
+        "--max-weight",
+        type=positive_float,
+        help="declared public bound on any user's weight, the sensitivity Delta (needed with --weights)",
+    )
+    p.add_argument(
+        "--users",
+        type=positive_int,
+        help="declared public number of users, if some cover no element (default: the users named in the files)",
+    )
+    p.add_argument(
+        "--algorithm",
+        default="mitrovic",
+        choices=list(SET_FUNCTION_ALGORITHMS),
+        help="private algorithm: Mitrovic's greedy, or continuous greedy (Alg. 1, Alg. 2) with swap rounding",
+    )
+    p.add_argument("--T", type=positive_int, help="continuous-greedy steps of alg1/alg2 (default: the rank r)")
+    add_common_arguments(p, {"--out": "where to write the selected elements CSV (element,step or element,x)"})
+
+
+def _run_release(args) -> int:
+    from dpmodels.instances.submodular import from_csv
+
+    from .release import input_epsilon, release, selection_frame
+
+    _check_release_flags(args)
+    inst = from_csv(
+        args.coverage,
+        elements=args.elements,
+        partition=args.partition,
+        rank=args.rank,
+        capacity=args.capacity,
+        weights=args.weights,
+        max_weight=args.max_weight,
+        n_users=args.users,
+    )
+    F, M = inst.function, inst.matroid
+    session, outs, ledger = open_release(args, F, inst.name, ["--out"])
+    refuse_overwriting_inputs({**outs, "--ledger": ledger}, {flag: _given(args, flag) for flag in RELEASE_INPUTS})
+    options = {} if args.T is None else {"T": args.T}
+    eps = input_epsilon(args.algorithm, F, M, session.epsilon, **options)
+    label = f"submodular {args.algorithm} (input epsilon {eps}, rank {M.r})"
+    released = release(session, args.algorithm, M, eps, label=label, **options)
+    frame = selection_frame(released, inst.labels)
+    frame.to_csv(outs["--out"], index=False)
+    print(
+        f"selected {len(frame)} of {F.n} elements ({M.kind} matroid, rank {M.r}) with "
+        f"{args.algorithm} at input epsilon {float(eps):.6g}, Delta = {F.sensitivity:g}"
+    )
+    return finish(session, [outs["--out"]], ledger)
+
+
+def _given(args, flag: str):
+    return getattr(args, flag.lstrip("-").replace("-", "_"))
+
+
+def _check_release_flags(args) -> None:
+    """Flags that belong together, refused before any file is read."""
+    if args.elements and args.rank is None:
+        raise DataValidationError("--rank", "is required with --elements (the uniform matroid's rank)")
+    if args.elements and args.capacity is not None:
+        raise DataValidationError("--capacity", "goes with --partition, not --elements")
+    if args.partition and args.capacity is None:
+        raise DataValidationError("--capacity", "is required with --partition (the elements allowed per part)")
+    if args.partition and args.rank is not None:
+        raise DataValidationError("--rank", "goes with --elements; a partition matroid takes --capacity")
+    if (args.weights is None) != (args.max_weight is None):
+        raise DataValidationError("--max-weight", "and --weights go together (the declared bound of the weights)")
+    if args.T is not None and args.algorithm not in ("alg1", "alg2"):
+        raise DataValidationError("--T", f"applies to alg1 and alg2, not {args.algorithm}")
+
+
 FAMILY = Family(
     name="submodular",
     package="dpmodels.submodular",
@@ -111,5 +200,10 @@ FAMILY = Family(
         "continuous greedy vs greedy as |E| grows (sparse coverage), evaluations, time and memory",
         _bench_arguments,
         _run_bench,
+    ),
+    release=Command(
+        "select elements privately: coverage CSV (element,user) on a declared matroid",
+        _release_arguments,
+        _run_release,
     ),
 )

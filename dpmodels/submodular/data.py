@@ -113,18 +113,24 @@ class KSubmodularFunction:
 
 @dataclass
 class SubmodularInstance:
-    """A monotone submodular objective, a matroid on the same ground set, and optional neighbour."""
+    """A monotone submodular objective, a matroid on the same ground set, and optional neighbour.
+
+    ``labels``: the public name of each element (a user's declared ground set), else ``None``."""
 
     function: SetFunction
     matroid: object
     name: str = ""
     neighbour: SetFunction | None = None
+    labels: tuple[str, ...] | None = None
 
     def __post_init__(self):
         if self.matroid.n != self.function.n:
             raise DataValidationError(
                 "matroid", f"ground set of {self.matroid.n} elements but the function has {self.function.n}"
             )
+        if self.labels is not None and len(self.labels) != self.function.n:
+            n = self.function.n
+            raise DataValidationError("labels", f"need one label per element ({n}), got {len(self.labels)}")
 
 
 @dataclass

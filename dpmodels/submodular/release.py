@@ -12,6 +12,9 @@ from public inputs alone (the matroid's rank, ``T``, the declared ``Delta``, ``d
   composition (zCDP of Bun-Steinke or Dwork-Rothblum-Vadhan) with its ``delta = delta'``.
 
 A request beyond what the session has left is refused before the algorithm runs.
+:func:`input_epsilon` goes the other way, budget first: the input epsilon whose planned total
+fits a given budget (``dpmodels release submodular --epsilon`` is that total), and
+:func:`selection_frame` writes a release as the selected elements.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from fractions import Fraction
 import pandas as pd
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
-from dpmodels.core.noise import exact
+from dpmodels.core.noise import as_epsilon, exact
 from dpmodels.core.session import PrivacySession
 
 from .accounting import (
@@ -37,7 +40,16 @@ from .continuous_mechanisms import _alg2_width, improved_private_continuous_gree
 from .greedy_mechanisms import mitrovic_private_greedy, private_k_greedy, private_k_greedy_sampled
 from .matroids import Matroid
 
-__all__ = ["ALGORITHMS", "SubmodularLedger", "spend", "planned_accountant", "release"]
+__all__ = [
+    "ALGORITHMS",
+    "SET_FUNCTION_ALGORITHMS",
+    "SubmodularLedger",
+    "spend",
+    "planned_accountant",
+    "input_epsilon",
+    "release",
+    "selection_frame",
+]
 
 #: The private algorithms a session can run, by name.
 ALGORITHMS = {
@@ -47,7 +59,11 @@ ALGORITHMS = {
     "alg3": private_k_greedy,
     "alg4": private_k_greedy_sampled,
 }
+#: The algorithms of a set function (such as coverage); Algorithms 3 and 4 take a k-submodular function.
+SET_FUNCTION_ALGORITHMS = ("mitrovic", "alg1", "alg2")
 _SESSION_OWNED = ("seed", "accountant", "diagnostic")  # the session provides these
+#: Bisection steps of Alg. 2's input epsilon (a float: 64 halvings reach its last bit).
+_BISECTION_STEPS = 200
 
 
 @dataclass(frozen=True)
@@ -115,6 +131,46 @@ def planned_accountant(algorithm: str, F, M: Matroid, epsilon, **options) -> Pri
     return acc
 
 
+def input_epsilon(algorithm: str, F, M: Matroid, budget, **options):
+    """The input epsilon of ``algorithm`` whose planned total (basic composition) fits ``budget``.
+
+    From public inputs only (the rank ``r``, ``T``, the declared ``Delta``), before anything is
+    drawn.  The greedy family (``eps r``) and Algorithm 1 (``2 eps r T``) get ``budget / r`` and
+    ``budget / (2 r T)`` as exact Fractions, so the total is the budget exactly.  Algorithm 2's
+    total ``T (2 eps r + eps w / Delta)`` depends on ``eps`` through its grid width ``w`` too: the
+    largest float whose planned total is at most ``budget`` is found by bisection.
+    """
+    total = as_epsilon(budget, "epsilon")
+    if algorithm not in ALGORITHMS:
+        raise DataValidationError("algorithm", f"must be one of {sorted(ALGORITHMS)}, got {algorithm!r}")
+    if M.r < 1:
+        raise DataValidationError("matroid", "has rank 0: there is nothing to select")
+    T = M.r if options.get("T") is None else int(options["T"])
+    if T < 1:
+        raise DataValidationError("T", f"must be >= 1, got {T}")
+
+    def planned(eps):
+        return spend(planned_accountant(algorithm, F, M, eps, **options)).total_epsilon
+
+    if algorithm == "alg1":
+        eps = total / (2 * M.r * T)
+    elif algorithm == "alg2":
+        lo, hi = 0.0, float(total / (2 * M.r * T))  # a step costs at least 2 eps r
+        for _ in range(_BISECTION_STEPS):
+            mid = (lo + hi) / 2
+            if mid in (lo, hi):
+                break
+            lo, hi = (mid, hi) if planned(mid) <= total else (lo, mid)
+        if lo == 0.0:
+            raise PrivacyParameterError("epsilon", f"a budget of {float(total):g} is too small for {T} steps of alg2")
+        eps = lo
+    else:
+        eps = total / M.r
+    if planned(eps) > total:  # pragma: no cover - the closed forms and the bisection keep within the budget
+        raise PrivacyParameterError("epsilon", f"the planned total of {algorithm} exceeds the budget")
+    return eps
+
+
 def _check_request(algorithm: str, epsilon, options: dict) -> None:
     if algorithm not in ALGORITHMS:
         raise DataValidationError("algorithm", f"must be one of {sorted(ALGORITHMS)}, got {algorithm!r}")
@@ -158,3 +214,21 @@ def release(
         delta_prime=delta_prime,
         options=options,
     )
+
+
+def selection_frame(released, labels=None) -> pd.DataFrame:
+    """The selected elements of a release, one row each, named by ``labels`` (default: the index).
+
+    A greedy-type release (Mitrovic's greedy) gives ``element, step``: the step whose exponential
+    mechanism chose it.  A continuous release (Algorithms 1 and 2) gives ``element, x``: the
+    elements of the rounded base ``S`` and their coordinate in the released point ``x_T``.
+    Only published fields are read (post-processing of the release).
+    """
+    name = (lambda e: e) if labels is None else (lambda e: labels[int(e)])
+    if hasattr(released, "order"):
+        if any(isinstance(e, tuple) for e in released.order):
+            raise DataValidationError("release", "a k-submodular release (Alg. 3, 4) picks (element, type) pairs")
+        return pd.DataFrame({"element": [name(e) for e in released.order], "step": range(1, len(released.order) + 1)})
+    x = released.x
+    chosen = [e for e, s in enumerate(released.S) if s] if released.S is not None else []
+    return pd.DataFrame({"element": [name(e) for e in chosen], "x": [x[e] for e in chosen]})
