@@ -5,6 +5,8 @@ are generated (or loaded from a user's node/edge files with Haversine distances)
 instances take a user-supplied embedding matrix.  Outputs are a random subset of K records
 (spec A4), the prior is uniform (A6), and costs follow the paper: Eq. 67 with shortest-path
 distances to random destinations for maps, the Euclidean distance for vectors.
+:func:`locations_from_csv` and :func:`records_from_csv` read the files of ``dpmodels release mdp``:
+the public candidate locations, and each user's secret location.
 """
 
 from __future__ import annotations
@@ -22,8 +24,19 @@ from dpmodels.core.noise import make_rng
 from dpmodels.metricdp.data import MDPGraph, MDPInstance, destination_costs, euclidean_distances, haversine_km
 
 from .registry import register_generator
+from .userfiles import read_user_csv
 
-__all__ = ["grid_maps", "paper_grid", "gaussian", "road_like", "road_from_files", "text_embeddings", "ROME_BOX"]
+__all__ = [
+    "grid_maps",
+    "paper_grid",
+    "gaussian",
+    "road_like",
+    "road_from_files",
+    "text_embeddings",
+    "locations_from_csv",
+    "records_from_csv",
+    "ROME_BOX",
+]
 
 #: The paper's Rome bounding box (south-west and north-east corners, degrees).
 ROME_BOX = (41.66, 12.24, 42.10, 12.81)
@@ -216,6 +229,102 @@ def road_from_files(
     return _road_instance(
         coords, mapped, (d + d.T) / 2, make_rng(seed), K, destinations, epsilon, eta, Path(nodes).stem
     )
+
+
+# ---------------------------------------------------------------------- a user's CSV files (release)
+def locations_from_csv(path, epsilon: float, eta: float, name: str | None = None) -> MDPInstance:
+    """The public domain of a metric-DP release: a CSV of candidate locations, one per row.
+
+    Columns: ``location`` (a unique label: what records and released outputs name), the
+    coordinates, and optionally ``prior`` (public weights of the locations, e.g. from a census;
+    normalised; default uniform; never estimated from the secret records).  Coordinates are
+    ``lat,lon`` in degrees (great-circle km), or any other numeric columns read as km
+    (Euclidean).  Every location is a possible output and the loss is the distance
+    (``C = d``); ``epsilon`` is per km and ``eta`` the neighbour radius in km.
+    """
+    frame = read_user_csv(path, ["location"], nonblank=["location"])
+    labels = frame["location"].str.strip()
+    repeated = np.flatnonzero(labels.duplicated().to_numpy())
+    if repeated.size:
+        row = int(repeated[0])
+        raise DataValidationError(str(path), f"column 'location': {labels.iloc[row]!r} repeats on data row {row + 1}")
+    columns = [c for c in frame.columns if c not in ("location", "prior")]
+    if not columns:
+        raise DataValidationError(str(path), "no coordinate columns besides location (and prior)")
+    coords = np.column_stack([_finite_column(frame, c, path) for c in columns])
+    if sorted(columns) == ["lat", "lon"]:
+        lat, lon = coords[:, columns.index("lat")], coords[:, columns.index("lon")]
+        if np.abs(lat).max() > 90 or np.abs(lon).max() > 180:
+            raise DataValidationError(str(path), "lat must be in [-90, 90] and lon in [-180, 180] degrees")
+        d = haversine_km(lat[:, None], lon[:, None], lat[None, :], lon[None, :])
+        np.fill_diagonal(d, 0.0)
+        d = (d + d.T) / 2
+        metric = "great-circle km (lat, lon)"
+    else:
+        d = euclidean_distances(coords)
+        metric = f"Euclidean km ({', '.join(columns)})"
+    prior = np.full(len(labels), 1.0 / len(labels))
+    if "prior" in frame.columns:
+        weights = _finite_column(frame, "prior", path)
+        if (weights < 0).any() or weights.sum() <= 0:
+            raise DataValidationError(str(path), "column 'prior' needs weights >= 0 with a positive sum")
+        prior = weights / weights.sum()
+    info = {
+        "outputs": np.arange(len(labels)),
+        "labels": labels.tolist(),
+        "metric": metric,
+        "prior": "declared (column prior)" if "prior" in frame.columns else "uniform",
+    }
+    return MDPInstance(d, d, prior, epsilon, eta, d_ro=d, features=coords, name=name or Path(path).stem, info=info)
+
+
+def _finite_column(frame: pd.DataFrame, column: str, path) -> np.ndarray:
+    """``frame[column]`` as finite floats; a blank, non-numeric or infinite entry is refused with its row."""
+    text = frame[column].str.strip()
+    values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise DataValidationError(
+            str(path), f"column {column!r} needs finite numbers; data row {bad[0] + 1} has {text.iloc[bad[0]]!r}"
+        )
+    return values
+
+
+def records_from_csv(path, labels) -> tuple[list[str], np.ndarray]:
+    """Each user's secret location: a CSV ``user,record``, one row per user, ``record`` a label of
+    the public domain (``labels``: a location of the points file, or a cell index ``0..N-1`` of a
+    generated grid, row-major).  Returns the users (file order) and their record indices.
+
+    A record outside the domain and a user on two rows are refused, naming the user and the row.
+    """
+    index = {str(label): i for i, label in enumerate(labels)}
+    frame = read_user_csv(path, ["user", "record"], nonblank=["user", "record"])
+    users, records = frame["user"].str.strip(), frame["record"].str.strip()
+    repeated = np.flatnonzero(users.duplicated().to_numpy())
+    if repeated.size:
+        row = int(repeated[0])
+        first = int(np.flatnonzero((users == users.iloc[row]).to_numpy())[0])
+        raise DataValidationError(
+            str(path),
+            f"user {users.iloc[row]!r} is on data rows {first + 1} and {row + 1}; give one record per user",
+        )
+    unknown = np.flatnonzero(~records.isin(index).to_numpy())
+    if unknown.size:
+        row = int(unknown[0])
+        raise DataValidationError(
+            str(path),
+            f"column 'record': user {users.iloc[row]!r} (data row {row + 1}) has {records.iloc[row]!r}, which is "
+            f"not a location of the public domain ({_describe_labels(labels)})",
+        )
+    return users.tolist(), records.map(index).to_numpy(dtype=np.intp)
+
+
+def _describe_labels(labels) -> str:
+    labels = [str(label) for label in labels]
+    if labels == [str(i) for i in range(len(labels))]:
+        return f"cells 0..{len(labels) - 1}"
+    shown = ", ".join(labels[:5])
+    return f"{len(labels)} locations: {shown}{', ...' if len(labels) > 5 else ''}"
 
 
 # ---------------------------------------------------------------------- one tiny model per formulation

@@ -1,7 +1,8 @@
-"""What the metric-DP family shows the ``dpmodels`` command: ``compare mdp`` and ``bench mdp``.
+"""What the metric-DP family shows the ``dpmodels`` command: ``compare``, ``bench`` and ``release mdp``.
 
-The library functions live in ``compare.py`` and ``bench.py``; this module only declares
-their arguments and calls them (the shared tail is :mod:`dpmodels.core.commands`).  The
+The library functions live in ``compare.py``, ``bench.py`` and ``release.py``; this module
+only declares their arguments and calls them (the shared tail is :mod:`dpmodels.core.commands`,
+and :mod:`dpmodels.core.release` for the release).  The
 comparison's default is a small grid (8 x 10 cells, K = 20, eps = 1/km) that every method
 answers in seconds, each capped at ``--time-limit`` 20 s; the paper's scale is behind flags
 (``--instance mdp/paper-grid --blocks 25 --time-limit 300``, or ``dpmodels bench mdp``).
@@ -10,6 +11,8 @@ answers in seconds, each capped at ``--time-limit`` 20 s; the paper's scale is b
 from __future__ import annotations
 
 import argparse
+import math
+from pathlib import Path
 
 from dpmodels.core.commands import (
     Command,
@@ -23,6 +26,7 @@ from dpmodels.core.commands import (
     report_written,
 )
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.release import add_common_arguments, check_release_paths, refuse_overwriting_inputs
 from dpmodels.core.settings import parse_settings
 
 from .partition import PARTITIONERS
@@ -180,6 +184,143 @@ def _run_bench(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- release
+RELEASE_INSTANCE = "mdp/grid"
+#: The built-in public domain of ``release mdp``: an 8 x 10 grid of 1 km cells, K = 20 output cells.
+RELEASE_SETTINGS = {"rows": 8, "cols": 10, "K": 20}
+
+
+def _release_arguments(p: argparse.ArgumentParser) -> None:
+    from .release import SOLVERS
+
+    p.add_argument(
+        "--records",
+        required=True,
+        help="user,record CSV, one row per user: the secret location, a cell index of the grid (row-major, "
+        "cell = row x cols + col) or a location label of --points",
+    )
+    domain = p.add_mutually_exclusive_group()
+    domain.add_argument(
+        "--instance",
+        help=f"public domain: an mdp generator shaped by --set (default {RELEASE_INSTANCE} with "
+        f"{' '.join(f'{k}={v}' for k, v in RELEASE_SETTINGS.items())})",
+    )
+    domain.add_argument(
+        "--points",
+        help="public domain: a CSV of candidate locations (location, then coordinates in km or lat,lon; "
+        "optional prior column); every location is an output",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="generator option of --instance, e.g. --set rows=3 --set cols=4 --set K=12 --set cell_km=1 "
+        "(--set seed picks the generator's public output cells and cost destinations, never the noise)",
+    )
+    p.add_argument(
+        "--eta", type=positive_float, default=2.0, help="neighbour radius in km: locations within eta get mDP rows"
+    )
+    p.add_argument("--solver", choices=list(SOLVERS), default="mdp_ipm", help="solver of the perturbation LP")
+    add_solver_option(p, "mdp_ipm", "gap", help_extra="; highs solves to its own tolerance (not certified)")
+    p.add_argument(
+        "--time-limit", type=positive_float, default=None, help="seconds for the solve (the incumbent stays exact)"
+    )
+    add_common_arguments(
+        p,
+        {"--out": "where to write the released user,released CSV"},
+        epsilon_help="privacy per km, per record: Pr[o | x] <= exp(epsilon d(x, x')) Pr[o | x'] for neighbouring "
+        "locations (local metric DP, not a session budget)",
+    )
+
+
+def _run_release(args) -> int:
+    import pandas as pd
+
+    from dpmodels.core.randomness import release_rng
+    from dpmodels.instances.metricdp import records_from_csv
+
+    from .release import release
+
+    epsilon = _per_km(args.epsilon)
+    outs, ledger = check_release_paths(args, ["--out"])
+    refuse_overwriting_inputs({**outs, "--ledger": ledger}, {"--records": args.records, "--points": args.points})
+    rng = release_rng(args.seed, not_private=args.not_private)  # the seed policy, before any file is read
+    instance = _release_domain(args, epsilon)
+    labels = instance.info.get("labels") or [str(i) for i in range(instance.N)]
+    users, records = records_from_csv(args.records, labels)
+    result = release(
+        instance,
+        records,
+        rng,
+        users=users,
+        solver=args.solver,
+        gap=args.gap,
+        time_limit=args.time_limit,
+        name=Path(args.records).name,
+    )
+    pd.DataFrame({"user": users, "released": [labels[i] for i in result.released]}).to_csv(outs["--out"], index=False)
+    result.write_ledger(ledger)
+    mech = result.mechanism
+    gap = "not certified" if mech.gap is None else f"certified gap {mech.gap:.2g}"
+    print(
+        f"domain {instance.name}: {instance.N} locations, {instance.K} outputs, eps = {instance.epsilon:g}/km, "
+        f"eta = {instance.eta:g} km; mechanism by {mech.solver} ({mech.status}): expected loss {mech.loss:.6g} "
+        f"({gap}), exactly mDP: {result.audit['exactly mDP']}"
+    )
+    print(f"wrote {outs['--out']}")
+    count = f"{len(records)} record{'s' if len(records) != 1 else ''}"
+    print(f"wrote {ledger} ({count}, each eps*d-indistinguishable; {result.ledger.randomness})")
+    return 0
+
+
+def _per_km(text) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise DataValidationError("--epsilon", f"must be a finite number > 0 (privacy per km), got {text!r}")
+    return value
+
+
+def _release_domain(args, epsilon: float):
+    """The public metric: a points file, or a generated (or built-in) instance at ``epsilon`` and ``--eta``."""
+    import dpmodels.instances as instances
+    from dpmodels.instances.metricdp import locations_from_csv
+
+    from .data import MAX_EXPONENT, MDPInstance
+
+    if epsilon * args.eta > MAX_EXPONENT:  # before a generator exponentiates it
+        raise DataValidationError(
+            "--epsilon",
+            f"epsilon * eta = {epsilon * args.eta:g}: exp(eps d) overflows double precision (limit {MAX_EXPONENT:g})",
+        )
+    if args.points:
+        if args.set:
+            raise DataValidationError("--set", "shapes a generated --instance, not --points")
+        return locations_from_csv(args.points, epsilon, args.eta)
+    name = args.instance or RELEASE_INSTANCE
+    settings = parse_settings(args.set)
+    for key, flag in (("epsilon", "--epsilon"), ("eta", "--eta")):
+        if key in settings:
+            raise DataValidationError("--set", f"{key} is given by {flag}")
+    kind = instances.available().get(name, "")
+    if kind.startswith("[generator]"):
+        if name == RELEASE_INSTANCE:
+            settings = {**RELEASE_SETTINGS, **settings}
+        data = instances.generate(name, seed=settings.pop("seed", 0), epsilon=epsilon, eta=args.eta, **settings)
+    else:
+        if settings:
+            raise DataValidationError("--set", f"{name!r} is a fixed instance; --set does not apply")
+        data = instances.load(name)
+        if isinstance(data, MDPInstance):
+            data = data.with_privacy(epsilon, args.eta)
+    if not isinstance(data, MDPInstance):
+        raise DataValidationError("--instance", f"{name!r} is not a metric-DP instance")
+    return data
+
+
 FAMILY = Family(
     name="mdp",
     package="dpmodels.metricdp",
@@ -193,5 +334,10 @@ FAMILY = Family(
         "paper-scale grid: full LP vs structured IPM vs Benders at eps = 10/km and 1/km",
         _bench_arguments,
         _run_bench,
+    ),
+    release=Command(
+        "perturb each user's location with the optimal audited mDP mechanism (records CSV on a public grid)",
+        _release_arguments,
+        _run_release,
     ),
 )

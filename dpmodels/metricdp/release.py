@@ -1,0 +1,257 @@
+"""Metric-DP releases: each user's secret location replaced by one draw of an optimal, audited mechanism.
+
+Metric DP is a *local* mechanism.  From public inputs only (the candidate locations and their
+metric ``d``, the prior, ``eps`` per km, the neighbour radius ``eta``) :func:`optimal_mechanism`
+solves the perturbation LP (:func:`~dpmodels.metricdp.models.build_full_lp`) with ``mdp_ipm`` to
+a certified gap (or with ``highs``, whose bound is not certified), repairs the incumbent to an
+exactly eps-mDP matrix (:func:`~dpmodels.metricdp.mechanism.repair`) and proves every ratio
+(:func:`~dpmodels.metricdp.mechanism.require_exact_mdp`).  :func:`release` then replaces each
+record by an output drawn exactly from its row (:func:`~dpmodels.metricdp.mechanism.sample_outputs`,
+the core's exact proportional sampler) with the generator it is given: the secure one
+(:func:`dpmodels.core.randomness.release_rng`) on real data.  The records are read by the draw
+only; nothing else computed from them is reported.
+
+**The guarantee is per record, not a session budget**: for any two locations ``x, x'`` and
+every output ``o``, ``Pr[o | x] <= exp(eps D(x, x')) Pr[o | x']``, where ``D`` is the shortest
+path through neighbouring locations (``d <= eta``): ``D = d`` between neighbours and ``D >= d``
+otherwise (on a grid, between cells more than ``eta`` apart, ``D`` can exceed the straight-line
+``d``).  That is eps*d-indistinguishability of each record (geo-indistinguishability).  Each
+record is perturbed once, independently; records of different users do not compose, a user
+with several records would (the command refuses a user on two rows).  The neighbour graph of
+the domain must be connected: records in different components would be distinguishable, so
+such a domain is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dpmodels.core.accounting import PrivacyLedger
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.randomness import is_secure
+
+from .data import MDPInstance
+from .mechanism import audit, expected_loss, repair, require_exact_mdp, sample_outputs
+
+__all__ = ["SOLVERS", "GUARANTEE", "Mechanism", "MDPRelease", "optimal_mechanism", "release"]
+
+#: The solvers of the perturbation LP a release may use: ``mdp_ipm`` certifies its gap.
+SOLVERS = ("mdp_ipm", "highs")
+GUARANTEE = (
+    "per record (local metric DP), not a session budget: Pr[o | x] <= exp(eps D(x, x')) Pr[o | x'] for every "
+    "output o and locations x, x', with D the shortest path through neighbouring locations (d <= eta): "
+    "D = d between neighbours, D >= d otherwise"
+)
+NOISE = "one draw per record from its row of the audited perturbation matrix (exact proportional sampler)"
+
+
+@dataclass(frozen=True, eq=False)
+class Mechanism:
+    """An exactly eps-mDP perturbation matrix and how it was obtained (public: no record is read).
+
+    ``loss`` is the expected loss of ``z`` under the public prior; ``bound`` a certified lower
+    bound on the optimal loss (``mdp_ipm``; ``None`` when not certified) and ``gap`` the relative
+    gap between them; ``repair_weight`` the weight of the uniform mechanism the repair mixed in.
+    """
+
+    z: np.ndarray
+    solver: str
+    status: str
+    loss: float
+    bound: float | None
+    gap: float | None
+    repair_weight: float
+    seconds: float
+
+    def as_dict(self) -> dict:
+        return {
+            "solver": self.solver,
+            "status": self.status,
+            "expected loss": self.loss,
+            "certified lower bound": self.bound,
+            "relative gap": self.gap,
+            "gap certified": self.bound is not None,
+            "uniform weight in repair": self.repair_weight,
+            "seconds": self.seconds,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class MDPRelease:
+    """The released outputs and the ledger of one metric-DP release.
+
+    ``outputs[i]`` is the output index (``0..K-1``) drawn for record ``i``; ``released[i]`` the
+    location (record index of the domain) that output is; ``private`` whether the draws came from
+    the secure generator.  ``ledger`` is the core
+    :class:`~dpmodels.core.accounting.PrivacyLedger` (one charge: ``eps`` per km, every record in
+    one parallel group); :meth:`to_dict` is the JSON ledger written beside the release.
+    """
+
+    outputs: np.ndarray
+    released: np.ndarray
+    mechanism: Mechanism
+    audit: dict
+    ledger: PrivacyLedger
+    instance: MDPInstance
+    name: str
+    private: bool
+
+    def to_dict(self) -> dict:
+        inst, graph = self.instance, self.instance.graph
+        info = inst.info
+        return {
+            "dataset": self.name,
+            "mechanism": "metric-DP perturbation matrix, optimal for the public prior and loss (local)",
+            "guarantee": GUARANTEE,
+            "epsilon_per_km": inst.epsilon,
+            "eta_km": inst.eta,
+            "composition": "none across records: each record is perturbed once, independently (its own guarantee)",
+            "domain": {
+                "name": inst.name,
+                "locations": inst.N,
+                "outputs": inst.K,
+                "neighbouring pairs": graph.n_pairs // 2,
+                "components": int(graph.components.max()) + 1 if inst.N else 0,
+                "metric": info.get("metric", "the instance's distances d (km)"),
+                "prior": info.get("prior", _prior_words(inst.prior)),
+            },
+            "optimisation": self.mechanism.as_dict(),
+            "audit": self.audit,
+            "records released": int(len(self.outputs)),
+            "randomness": self.ledger.randomness,
+            "private": self.private,
+            "charges": self.ledger.to_frame().to_dict(orient="records"),
+        }
+
+    def write_ledger(self, path) -> Path:
+        path = Path(path)
+        path.write_text(json.dumps(self.to_dict(), indent=2, default=str) + "\n")
+        return path
+
+
+# ---------------------------------------------------------------------- the mechanism (public inputs only)
+def optimal_mechanism(
+    instance: MDPInstance, solver: str = "mdp_ipm", gap: float = 1e-3, time_limit: float | None = None
+) -> Mechanism:
+    """The loss-optimal perturbation matrix of ``instance`` (public), exactly eps-mDP.
+
+    ``build_full_lp`` solved with ``mdp_ipm`` to the certified relative ``gap`` (its incumbent is
+    already repaired; its bound is a weak-duality certificate), or with ``highs`` (its matrix meets
+    the mDP rows only to a tolerance, so it is repaired here; its bound is not certified).  A run
+    stopped by ``time_limit`` still returns an exactly private incumbent; the status says so.
+    """
+    from dpmodels.core.facade import solve
+
+    from .models import build_full_lp, perturbation_matrix
+
+    if solver not in SOLVERS:
+        raise DataValidationError("solver", f"must be one of {list(SOLVERS)}, got {solver!r}")
+    tick = time.perf_counter()
+    model = build_full_lp(instance)
+    options = {"gap": gap} if solver == "mdp_ipm" else {}
+    result = solve(model, solver, time_limit=time_limit, **options)
+    status = str(getattr(result.extra_info, "status", None) or result.termination_condition.name)
+    if result.solution_loader.get_number_of_solutions() == 0:
+        raise DataValidationError("solver", f"{solver} returned no mechanism ({status})")
+    z, weight = repair(instance, perturbation_matrix(model, instance, raw=True))
+    z = require_exact_mdp(instance, z, "mechanism")
+    loss = expected_loss(instance, z)
+    bound = None
+    if solver == "mdp_ipm" and result.objective_bound is not None and np.isfinite(result.objective_bound):
+        bound = float(min(result.objective_bound, loss))
+    gap_reached = None if bound is None else (loss - bound) / max(abs(loss), 1e-12)
+    return Mechanism(z, solver, status, loss, bound, gap_reached, float(weight), time.perf_counter() - tick)
+
+
+def _given_mechanism(instance: MDPInstance, z) -> Mechanism:
+    z = require_exact_mdp(instance, z, "mechanism")
+    return Mechanism(z, "given", "given", expected_loss(instance, z), None, None, 0.0, 0.0)
+
+
+# ---------------------------------------------------------------------- the release
+def release(
+    instance: MDPInstance,
+    records,
+    rng,
+    *,
+    mechanism: Mechanism | np.ndarray | None = None,
+    users=None,
+    solver: str = "mdp_ipm",
+    gap: float = 1e-3,
+    time_limit: float | None = None,
+    name: str = "records",
+) -> MDPRelease:
+    """Replace each record (a location index of ``instance``) by an output of the optimal mechanism.
+
+    ``rng`` is a numpy Generator: :func:`dpmodels.core.randomness.release_rng` (secure; seeded
+    only for a declared experiment, and the ledger then says NOT private).  ``mechanism``: a
+    precomputed :class:`Mechanism` or matrix (it must pass the exact audit), else
+    :func:`optimal_mechanism` with ``solver``, ``gap`` and ``time_limit``.  ``users`` names the
+    records in errors.  Everything is checked, the mechanism solved and audited, and the ledger
+    charged before the first output is drawn.  See the module docstring for the guarantee.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise DataValidationError(
+            "rng", "must be a numpy Generator from dpmodels.core.randomness.release_rng (secure unless declared)"
+        )
+    records = _check_records(instance, records, users)
+    _check_connected(instance)
+    if mechanism is None:
+        mech = optimal_mechanism(instance, solver, gap, time_limit)
+    elif isinstance(mechanism, Mechanism):
+        mech = mechanism
+    else:
+        mech = _given_mechanism(instance, mechanism)
+    z = require_exact_mdp(instance, mech.z, "mechanism")
+    report = {key: _plain(value) for key, value in audit(instance, z).items()}
+    ledger = PrivacyLedger(private=True)
+    ledger.note_randomness(rng)
+    ledger.charge(
+        f"mDP perturbation of {len(records)} records (epsilon per km)",
+        instance.epsilon,
+        group="every record, once (local: each record its own guarantee)",
+        noise=NOISE,
+    )
+    outputs = sample_outputs(instance, z, records, rng)
+    locations = np.asarray(instance.info.get("outputs", np.arange(instance.K)))
+    return MDPRelease(outputs, locations[outputs], mech, report, ledger, instance, name, is_secure(rng))
+
+
+def _check_records(instance: MDPInstance, records, users) -> np.ndarray:
+    """Record indices in ``0..N-1``; one outside is refused naming its user (or its position)."""
+    values = np.atleast_1d(np.asarray(records))
+    if values.size == 0:
+        raise DataValidationError("records", "there are no records to release")
+    if values.dtype.kind not in "iu":
+        raise DataValidationError("records", f"must be location indices in 0..{instance.N - 1}")
+    bad = np.flatnonzero((values < 0) | (values >= instance.N))
+    if bad.size:
+        who = f"user {users[bad[0]]!r}" if users is not None else f"record {bad[0]}"
+        raise DataValidationError(
+            "records", f"{who} has location {values[bad[0]]}, outside the public domain 0..{instance.N - 1}"
+        )
+    return values.astype(np.intp)
+
+
+def _check_connected(instance: MDPInstance) -> None:
+    components = int(instance.graph.components.max()) + 1
+    if components > 1:
+        raise DataValidationError(
+            "eta",
+            f"the public locations fall into {components} groups with no neighbours (d <= eta = {instance.eta:g}) "
+            "between them: a record's group would be revealed; raise eta",
+        )
+
+
+def _prior_words(prior: np.ndarray) -> str:
+    return "uniform" if np.all(prior == prior[0]) else "the instance's (public)"
+
+
+def _plain(value):
+    """numpy scalars as Python ones (the JSON ledger)."""
+    return value.item() if isinstance(value, np.generic) else value

@@ -1,0 +1,217 @@
+"""``dpmodels release mdp`` and :func:`dpmodels.metricdp.release.release`, run as a user runs them.
+
+The mechanism is computed from public inputs only (the grid or points file, the prior, eps per
+km), audited exactly, then each user's secret location is replaced by one draw from its row with
+the secure generator.  The draw's law is checked by chi-square against the audited row; refusals
+exit 2 naming the field and write nothing; a seeded experiment is reproducible and says NOT private.
+"""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import chisquare
+
+from dpmodels import cli, instances
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE, release_rng
+from dpmodels.metricdp.mechanism import is_exactly_mdp, sample_outputs
+from dpmodels.metricdp.release import GUARANTEE, optimal_mechanism, release
+
+#: A 3 x 3 grid of 1 km cells, every cell an output: N = K = 9.
+GRID = ["--set", "rows=3", "--set", "cols=3", "--set", "K=9"]
+
+
+def tiny_grid(epsilon=1.0):
+    return instances.generate("mdp/grid", seed=0, rows=3, cols=3, K=9, epsilon=epsilon, eta=2.0)
+
+
+def dpmodels_release(*args):
+    command = [sys.executable, "-m", "dpmodels.cli", "release", "mdp", *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+@pytest.fixture
+def files(tmp_path):
+    """Five users on cells of the 3 x 3 grid, and a points file of four named places."""
+    pd.DataFrame({"user": ["ann", "ben", "cat", "dan", "eve"], "record": [0, 4, 8, 4, 2]}).to_csv(
+        tmp_path / "records.csv", index=False
+    )
+    (tmp_path / "places.csv").write_text("location,x,y\nhome,0,0\nshop,1,0\npark,1,1\nschool,0,1.5\n")
+    (tmp_path / "visits.csv").write_text("user,record\nann,home\nben,park\n")
+    return tmp_path
+
+
+# ---------------------------------------------------------------------- the law of the draws
+@pytest.mark.parametrize("solver", ["mdp_ipm", "highs"])
+def test_sample_outputs_draws_each_records_row_exactly(solver):
+    """Chi-square of 40,000 draws per record against its row of the audited matrix (the exact pmf)."""
+    inst = tiny_grid()
+    mech = optimal_mechanism(inst, solver, gap=1e-6)
+    assert is_exactly_mdp(inst, mech.z) and (mech.bound is None) == (solver == "highs")
+    rng = np.random.default_rng(11)
+    for record in (0, 4):
+        draws = sample_outputs(inst, mech.z, np.full(40_000, record), rng)
+        counts = np.bincount(draws, minlength=inst.K)
+        pmf = mech.z[record] / mech.z[record].sum()
+        support = pmf > 0
+        assert counts[~support].sum() == 0
+        assert chisquare(counts[support], 40_000 * pmf[support]).pvalue > 1e-3
+
+
+def test_the_python_release_charges_the_ledger_before_drawing_and_reports_the_audit():
+    inst = tiny_grid()
+    out = release(inst, np.array([0, 4, 8, 4]), release_rng(), users=["a", "b", "c", "d"])
+    assert out.private and out.ledger.randomness == SECURE_SOURCE
+    assert len(out.outputs) == 4 and set(out.released) <= set(inst.info["outputs"].tolist())
+    report = out.to_dict()
+    assert report["guarantee"] == GUARANTEE and "not a session budget" in GUARANTEE
+    assert report["epsilon_per_km"] == 1.0 and report["audit"]["exactly mDP"] is True
+    assert report["audit"]["max privacy loss / eps"] <= 1 and report["domain"]["components"] == 1
+    assert report["optimisation"]["gap certified"] and report["optimisation"]["relative gap"] <= 1e-3
+    (charge,) = report["charges"]
+    assert charge["epsilon"] == 1.0 and "4 records" in charge["query"]
+    with pytest.raises(DataValidationError, match="user 'b' has location 9"):
+        release(inst, np.array([0, 9]), release_rng(), users=["a", "b"])
+    with pytest.raises(DataValidationError, match="rng"):
+        release(inst, np.array([0]), 7)  # a seed cannot slip in: only a Generator from release_rng
+    with pytest.raises(DataValidationError, match="not exactly eps-mDP"):
+        release(inst, np.array([0]), release_rng(), mechanism=np.eye(9))  # refused before any draw
+
+
+def test_a_disconnected_domain_is_refused():
+    far = instances.generate("mdp/grid", seed=0, rows=2, cols=2, K=4, cell_km=3.0, epsilon=1.0, eta=2.0)
+    with pytest.raises(DataValidationError, match="eta: the public locations fall into 4 groups"):
+        release(far, np.array([0]), release_rng())
+
+
+# ---------------------------------------------------------------------- the command
+def test_release_writes_the_outputs_and_a_secure_ledger(files):
+    out = files / "released.csv"
+    proc = dpmodels_release("--records", files / "records.csv", *GRID, "--epsilon", "1", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    released = pd.read_csv(out)
+    assert list(released.columns) == ["user", "released"]
+    assert released.user.tolist() == ["ann", "ben", "cat", "dan", "eve"] and released.released.between(0, 8).all()
+    ledger = json.loads((files / "released.ledger.json").read_text())
+    assert ledger["private"] is True and ledger["randomness"] == SECURE_SOURCE
+    assert ledger["epsilon_per_km"] == 1.0 and ledger["eta_km"] == 2.0 and ledger["records released"] == 5
+    assert ledger["audit"]["exactly mDP"] is True and ledger["audit"]["mDP ratio failures"] == 0
+    assert ledger["optimisation"]["solver"] == "mdp_ipm" and ledger["optimisation"]["gap certified"] is True
+    assert ledger["charges"][0]["noise"].endswith("(exact proportional sampler)")
+
+
+def test_release_on_a_points_file_names_the_places(files):
+    out = files / "released.csv"
+    proc = dpmodels_release(
+        "--records", files / "visits.csv", "--points", files / "places.csv", "--epsilon", "2", "--solver", "highs",
+        "--out", out,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    released = pd.read_csv(out)
+    assert released.user.tolist() == ["ann", "ben"] and set(released.released) <= {"home", "shop", "park", "school"}
+    ledger = json.loads((files / "released.ledger.json").read_text())
+    assert ledger["domain"]["metric"] == "Euclidean km (x, y)" and ledger["domain"]["prior"] == "uniform"
+    assert ledger["optimisation"]["gap certified"] is False and ledger["audit"]["exactly mDP"] is True
+
+
+def test_a_seeded_experiment_is_reproducible_and_labelled_not_private(files):
+    texts = []
+    for name in ("a", "b"):
+        argv = ["release", "mdp", "--records", str(files / "records.csv"), *GRID, "--epsilon", "0.5"]
+        assert cli.main([*argv, "--out", str(files / f"{name}.csv"), "--seed", "4", "--not-private"]) == 0
+        texts.append((files / f"{name}.csv").read_text())
+    assert texts[0] == texts[1]
+    ledger = json.loads((files / "a.ledger.json").read_text())
+    assert ledger["private"] is False and ledger["randomness"] == SEEDED_SOURCE and "NOT private" in SEEDED_SOURCE
+
+
+BASE = {"--records": "records.csv", "--epsilon": "1", "--out": "o.csv"}
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--seed", "3"], "not private"),
+        (["--epsilon", "0"], "--epsilon: must be a finite number > 0"),
+        (["--epsilon", "-1"], "--epsilon: must be a finite number > 0"),
+        (["--epsilon", "abc"], "--epsilon: must be a finite number > 0"),
+        (["--epsilon", "inf"], "--epsilon: must be a finite number > 0"),
+        (["--epsilon", "800"], "epsilon: epsilon * eta = 1600"),
+        (["--out", "missing/o.csv"], "--out: the folder"),
+        (["--out", "records.csv"], "would overwrite the input --records"),
+        (["--ledger", "o.csv"], "--ledger: must differ from --out"),
+        (["--set", "epsilon=2"], "--set: epsilon is given by --epsilon"),
+        (["--set", "rows=4", "--points", "places.csv"], "--set: shapes a generated --instance"),
+        (["--instance", "submodular/trap"], "--instance: 'submodular/trap' is not a metric-DP instance"),
+        (["--eta", "0.5"], "eta: the public locations fall into 9 groups"),
+        (["--gap", "-1"], "--gap: certified relative gap to stop at"),
+        (["--solver", "scip"], "invalid choice: 'scip'"),
+    ],
+)
+def test_bad_requests_are_refused_before_anything_is_written(files, extra, message, capsys):
+    named = {a for a in extra if a.startswith("--")}
+    args = [a for flag, value in BASE.items() if flag not in named for a in (flag, value)]
+    grid = GRID if not {"--points", "--instance"} & named else []
+    argv = [str(files / a) if a.endswith(".csv") else a for a in [*args, *grid, *extra]]
+    before = {p.name: p.read_bytes() for p in files.iterdir()}
+    assert cli.main(["release", "mdp", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
+    assert {p.name: p.read_bytes() for p in files.iterdir()} == before
+
+
+BAD_RECORDS = {
+    "empty": ("", "is empty"),
+    "header-only": ("user,record\n", "has a header but no rows"),
+    "no-record-column": ("user,cell\nann,0\n", "missing columns ['record']"),
+    "blank-record": ("user,record\nann,0\nben,\n", "column 'record' is empty on data row 2"),
+    "outside-the-grid": ("user,record\nann,0\nben,9\n", "user 'ben' (data row 2) has '9', which is not a location"),
+    "not-a-cell": ("user,record\nann,0\nben,1.5\n", "user 'ben' (data row 2) has '1.5'"),
+    "two-rows": ("user,record\nann,0\nben,1\nann,2\n", "user 'ann' is on data rows 1 and 3"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_RECORDS))
+def test_bad_records_are_refused_naming_the_user_and_nothing_is_written(files, kind, capsys):
+    text, message = BAD_RECORDS[kind]
+    (files / "bad.csv").write_text(text)
+    before = {p.name: p.read_bytes() for p in files.iterdir()}
+    argv = ["release", "mdp", "--records", str(files / "bad.csv"), *GRID, "--epsilon", "1", "--out"]
+    assert cli.main([*argv, str(files / "o.csv")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "bad.csv" in err, err
+    assert {p.name: p.read_bytes() for p in files.iterdir()} == before
+
+
+BAD_POINTS = {
+    "no-location": ("x,y\n0,0\n1,1\n", "missing columns ['location']"),
+    "text-coordinate": ("location,x,y\nhome,0,0\nshop,one,0\n", "column 'x' needs finite numbers; data row 2"),
+    "repeated-location": ("location,x,y\nhome,0,0\nhome,1,0\n", "'home' repeats on data row 2"),
+    "no-coordinates": ("location,prior\nhome,1\n", "no coordinate columns"),
+    "negative-prior": ("location,x,prior\nhome,0,1\nshop,1,-1\n", "column 'prior' needs weights >= 0"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_POINTS))
+def test_bad_points_files_are_refused_and_nothing_is_written(files, kind, capsys):
+    text, message = BAD_POINTS[kind]
+    (files / "bad-points.csv").write_text(text)
+    before = {p.name: p.read_bytes() for p in files.iterdir()}
+    argv = ["release", "mdp", "--records", str(files / "visits.csv"), "--points", str(files / "bad-points.csv")]
+    assert cli.main([*argv, "--epsilon", "1", "--out", str(files / "o.csv")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "bad-points.csv" in err, err
+    assert {p.name: p.read_bytes() for p in files.iterdir()} == before
+
+
+def test_a_visit_outside_the_points_file_names_the_user(files, capsys):
+    (files / "visits.csv").write_text("user,record\nann,home\nben,airport\n")
+    argv = ["release", "mdp", "--records", str(files / "visits.csv"), "--points", str(files / "places.csv")]
+    assert cli.main([*argv, "--epsilon", "1", "--out", str(files / "o.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "user 'ben' (data row 2) has 'airport'" in err and "4 locations: home, shop, park, school" in err
+    assert not (files / "o.csv").exists()
