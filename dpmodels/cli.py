@@ -10,7 +10,7 @@ dpmodels compare submodular [options]   greedy vs continuous greedy vs private a
 dpmodels compare facility [options]     private facility location vs MIP optimum vs LP bound over eps and n
 dpmodels bench pgsr|topdown|mdp|submodular|facility|noise [options]
                                         speed and memory bars, ratios measured in one run
-dpmodels release pgsr|topdown|facility [options]
+dpmodels release pgsr|topdown|mdp|submodular|facility [options]
                                         a private release of your data files, with its JSON ledger
 
 Each family declares its commands once, in ``dpmodels/<family>/commands.py`` (a
