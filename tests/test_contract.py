@@ -220,3 +220,20 @@ def test_an_edited_model_is_refused(plugin):
     model.extra = pyo.Constraint(expr=var >= (var.lb or 0) - 1)
     with pytest.raises(ModelStructureError, match="edited"):
         dpmodels.solve(model, plugin, **_required(plugin))
+
+
+def test_legacy_options_reach_the_plugin_regression():
+    """Issue 13's example: ``options={'max_iter': 1}`` was dropped by the legacy API (the IPM ran to its
+    default); now the run stops after one iteration and says so in both the legacy and new statuses."""
+    legacy = pyo.SolverFactory("mdp_ipm").solve(instances.example("mdp.full_lp"), options={"max_iter": 1})
+    assert legacy.solver.termination_condition == pyo.TerminationCondition.maxIterations
+    new = SolverFactory("mdp_ipm").solve(
+        instances.example("mdp.full_lp"),
+        solver_options={"max_iter": 1},
+        load_solutions=False,
+        raise_exception_on_nonoptimal_result=False,
+    )
+    assert new.termination_condition == TerminationCondition.iterationLimit
+    assert len(new.extra_info.history) == 1
+    mechanism = pyo.SolverFactory("facility_mechanism").solve(instances.example("facility.tree"), options=REQUIRED)
+    assert mechanism.solver.termination_condition == pyo.TerminationCondition.feasible  # eps reached it
