@@ -100,7 +100,18 @@ def test_bench_pgsr_small(tmp_path):
     ).stdout
     assert "clarabel" in out and "peak RSS GB" in out
     data = json.loads(report.read_text())
-    assert data["census"]["consistent"] is True and data["sweep"][0]["N"] == 5
+    assert data["census"][0]["consistent"] is True and data["sweep"][0]["N"] == 5
+
+
+def test_bench_pgsr_census_only_at_several_epsilons(tmp_path):
+    """Table 7's budgets, one child process each: seconds, peak memory and the DP's width per epsilon."""
+    report = tmp_path / "census.json"
+    run("bench", "pgsr", "--census-only", "--census-scale", "0.001", "--epsilon", "0.5", "1", "--json", str(report))
+    census = json.loads(report.read_text())["census"]
+    assert "sweep" not in json.loads(report.read_text())
+    assert [c["epsilon"] for c in census] == [0.5, 1.0]
+    assert all(c["consistent"] and c["pgsr_dp s"] > 0 and c["peak RSS GB"] > 0 for c in census)
+    assert census[0]["delta"] > census[1]["delta"]  # the truncation widens as epsilon shrinks
 
 
 def test_bench_topdown_small(tmp_path):
