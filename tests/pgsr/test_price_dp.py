@@ -1,0 +1,68 @@
+"""The price reference of Model 1 (issue 14's direction) against brute force and the table DP."""
+
+import numpy as np
+import pytest
+from dpmodels.instances.pgsr import random_tree
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pgsr_oracles import brute_force
+
+from dpmodels.core.errors import DataValidationError
+from dpmodels.pgsr.data import NoisyGroupSizes
+from dpmodels.pgsr.domains import resolve_domains
+from dpmodels.pgsr.dp import solve_hierarchical
+from dpmodels.pgsr.mechanism import measure
+from dpmodels.pgsr.price_dp import solve_by_prices
+
+
+@st.composite
+def small_instances(draw):
+    """A random tree (<= 6 leaves), N <= 3, G <= 4, integer noise in [-2, G + 2]."""
+    seed = draw(st.integers(0, 10**6))
+    depth = draw(st.integers(1, 3))
+    data = random_tree(
+        seed=seed,
+        depth=depth,
+        branching=(1, 2 if depth == 3 else 3),
+        N=draw(st.integers(1, 3)),
+        G=draw(st.integers(0, 4)),
+    )
+    noise = draw(st.lists(st.integers(-2, data.G + 2), min_size=data.counts.size, max_size=data.counts.size))
+    return data, np.array(noise, dtype=float).reshape(data.counts.shape)
+
+
+def _consistent(h, counts, G) -> bool:
+    return (counts >= 0).all() and not h.consistency_residual(counts).any() and counts[0].sum() == G
+
+
+@given(small_instances())
+def test_prices_reach_the_brute_force_optimum(instance):
+    data, values = instance
+    counts, objective = solve_by_prices(NoisyGroupSizes(data.hierarchy, values, data.G))
+    best, optima = brute_force(data.hierarchy, values, data.G, "hierarchical")
+    assert objective == pytest.approx(best, abs=1e-9)
+    assert any((counts == o).all() for o in optima)
+    assert _consistent(data.hierarchy, counts, data.G)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**6), st.integers(2, 4), st.integers(1, 4), st.integers(2, 30), st.sampled_from([0.3, 1.0]))
+def test_prices_equal_the_table_dp_on_full_and_truncated_domains(seed, depth, N, G, epsilon):
+    """Deeper trees and larger G than brute force reaches; the truncated domains are the paper's
+    (widened when infeasible), the full ones [0, G]; the full optimum is never above the truncated one."""
+    data = random_tree(seed=seed, depth=depth, N=N, G=G)
+    noisy, _ = measure(data, epsilon, "counts", rng=seed)
+    full_counts, full = solve_by_prices(noisy, "full")
+    assert full == pytest.approx(solve_hierarchical(noisy, "full").objective, abs=1e-9)
+    truncated = resolve_domains(noisy, "truncated", None, "widen")
+    counts, objective = solve_by_prices(noisy, truncated)
+    assert objective == pytest.approx(solve_hierarchical(noisy, truncated).objective, abs=1e-9)
+    assert full <= objective + 1e-9
+    assert _consistent(data.hierarchy, counts, data.G) and _consistent(data.hierarchy, full_counts, data.G)
+    assert (counts >= truncated.lo).all() and (counts <= truncated.hi).all()
+
+
+def test_non_integer_noisy_values_are_refused():
+    data = random_tree(seed=0)
+    with pytest.raises(DataValidationError, match="integer noisy values"):
+        solve_by_prices(NoisyGroupSizes(data.hierarchy, data.counts + 0.5, data.G))
