@@ -13,7 +13,16 @@ from dpmodels.core.errors import DataValidationError
 
 from .registry import REGISTRY, _Entry, data_path, register_generator, register_instance
 
-__all__ = ["load", "generate", "available", "example", "register_instance", "register_generator", "data_path"]
+__all__ = [
+    "load",
+    "from_settings",
+    "generate",
+    "available",
+    "example",
+    "register_instance",
+    "register_generator",
+    "data_path",
+]
 
 
 def available(kind: str | None = None) -> dict[str, str]:
@@ -35,6 +44,22 @@ def load(name: str, **options):
     if entry.kind == "generator":
         return generate(name, seed=options.pop("seed", 0), **options)
     return entry.factory(**options)
+
+
+def is_generator(name: str) -> bool:
+    """Whether ``name`` is a generator (it takes options) rather than a fixed instance."""
+    return _entry(name).kind == "generator"
+
+
+def from_settings(name: str, settings: dict, defaults: dict | None = None, **generator_only):
+    """What ``--instance NAME --set KEY=VALUE ...`` names on the command line: a generator's draw with
+    ``defaults`` under the user's ``settings`` (plus ``generator_only`` options), or a fixed
+    instance, which takes no settings."""
+    if is_generator(name):
+        return load(name, **{**(defaults or {}), **settings, **generator_only})
+    if settings:
+        raise DataValidationError("--set", f"{name!r} is a fixed instance; --set does not apply")
+    return load(name)
 
 
 def generate(name: str, seed=0, **shape):

@@ -212,6 +212,12 @@ class StructureSolver(SolverBase):
         if controls.tee:
             print(line, flush=True)
 
+    @staticmethod
+    def keywords(options, *, drop=()) -> dict:
+        """The declared options as keyword arguments of the algorithm, which takes them by the same
+        names (``drop``: the ones the adapter passes otherwise, e.g. positionally)."""
+        return {name: value for name, value in options.value().items() if name not in drop}
+
     # ------------------------------------------------------------------ subclass hooks
     def check(self, marker: StructureMarker, options) -> None:
         """Refuse a model the algorithm cannot solve exactly (beyond formulation and relaxation)."""

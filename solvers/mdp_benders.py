@@ -95,18 +95,8 @@ class MDPBendersSolver(StructureSolver):
     def run(cls, payload, options, controls):
         instance = payload.instance
         part = make_partition(instance, options.partition, cls._blocks(instance.N, options), options.seed)
-        return benders(
-            instance,
-            part,
-            gap=options.gap,
-            gap_type=options.gap_type,
-            max_iter=options.max_iter,
-            time_limit=controls.time_limit,
-            init_cuts=options.init_cuts,
-            stabilize=options.stabilize,
-            executor=options.executor,
-            progress=controls.tee,
-        )
+        keywords = cls.keywords(options, drop=("partition", "blocks", "seed"))
+        return benders(instance, part, **keywords, time_limit=controls.time_limit, progress=controls.tee)
 
     def to_solution(self, marker, result, options):
         extra = dict(result.info, first_feasible=result.first_feasible)

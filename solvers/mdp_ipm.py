@@ -47,12 +47,7 @@ class MDPIPMSolver(StructureSolver):
     @classmethod
     def run(cls, payload, options, controls):
         return structured_ipm(
-            payload.instance,
-            gap=options.gap,
-            max_iter=options.max_iter,
-            time_limit=controls.time_limit,
-            presolve=options.presolve,
-            progress=controls.tee,
+            payload.instance, **cls.keywords(options), time_limit=controls.time_limit, progress=controls.tee
         )
 
     def to_solution(self, marker, result, options):

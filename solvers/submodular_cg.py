@@ -69,16 +69,7 @@ class ContinuousGreedySolver(StructureSolver):
 
     @classmethod
     def run(cls, payload, options, controls):
-        return continuous_greedy(
-            payload.function,
-            payload.matroid,
-            T=options.T,
-            direction=options.direction,
-            gradient_mode=options.gradient_mode,
-            samples=options.samples,
-            rounding=options.rounding,
-            seed=options.seed,
-        )
+        return continuous_greedy(payload.function, payload.matroid, **cls.keywords(options))
 
     def to_solution(self, marker, result, options):
         return _solution(marker, result, options.rounding != "none")
@@ -113,18 +104,8 @@ class PrivateContinuousGreedySolver(StructureSolver):
                 "epsilon", "submodular_private_cg needs a finite epsilon > 0 (submodular_cg is the non-private limit)"
             )
         mechanism = private_continuous_greedy if options.algorithm == "alg1" else improved_private_continuous_greedy
-        return mechanism(
-            payload.function,
-            payload.matroid,
-            options.epsilon,
-            T=options.T,
-            cover=options.cover,
-            q=options.q,
-            gradient_mode=options.gradient_mode,
-            samples=options.samples,
-            rounding=options.rounding,
-            seed=options.seed,
-        )
+        keywords = cls.keywords(options, drop=("epsilon", "algorithm"))
+        return mechanism(payload.function, payload.matroid, options.epsilon, **keywords)
 
     def to_solution(self, marker, result, options):
         sol = _solution(marker, result, options.rounding != "none")

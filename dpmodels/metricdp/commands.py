@@ -103,15 +103,8 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
 def _load(args):
     import dpmodels.instances as instances
 
-    settings = parse_settings(args.set)
-    kind = instances.available().get(args.instance, "")
-    if kind.startswith("[generator]"):
-        if args.instance == COMPARE_INSTANCE:
-            settings = {**COMPARE_SETTINGS, **settings}
-        return instances.generate(args.instance, seed=settings.pop("seed", 0), **settings)
-    if settings:
-        raise DataValidationError("--set", f"{args.instance!r} is a fixed instance; --set does not apply")
-    return instances.load(args.instance)
+    defaults = COMPARE_SETTINGS if args.instance == COMPARE_INSTANCE else None
+    return instances.from_settings(args.instance, parse_settings(args.set), defaults)
 
 
 def _run_compare(args) -> int:
@@ -305,17 +298,12 @@ def _release_domain(args, epsilon: float):
     for key, flag in (("epsilon", "--epsilon"), ("eta", "--eta")):
         if key in settings:
             raise DataValidationError("--set", f"{key} is given by {flag}")
-    kind = instances.available().get(name, "")
-    if kind.startswith("[generator]"):
-        if name == RELEASE_INSTANCE:
-            settings = {**RELEASE_SETTINGS, **settings}
-        data = instances.generate(name, seed=settings.pop("seed", 0), epsilon=epsilon, eta=args.eta, **settings)
-    else:
-        if settings:
-            raise DataValidationError("--set", f"{name!r} is a fixed instance; --set does not apply")
-        data = instances.load(name)
-        if isinstance(data, MDPInstance):
-            data = data.with_privacy(epsilon, args.eta)
+    defaults = RELEASE_SETTINGS if name == RELEASE_INSTANCE else None
+    generated = instances.is_generator(name)
+    privacy = {"epsilon": epsilon, "eta": args.eta} if generated else {}
+    data = instances.from_settings(name, settings, defaults, **privacy)
+    if not generated and isinstance(data, MDPInstance):
+        data = data.with_privacy(epsilon, args.eta)
     if not isinstance(data, MDPInstance):
         raise DataValidationError("--instance", f"{name!r} is not a metric-DP instance")
     return data

@@ -87,15 +87,8 @@ def _load(args):
         if not own:
             raise DataValidationError("--csv-hierarchy", "needs --csv-counts or --csv-records")
         return from_csv(args.csv_hierarchy, counts=args.csv_counts, records=args.csv_records)
-    settings = parse_settings(args.set)
-    kind = instances.available().get(args.instance, "")
-    if kind.startswith("[generator]"):
-        if args.instance == COMPARE_INSTANCE:
-            settings = {**COMPARE_SETTINGS, **settings}
-        return instances.generate(args.instance, seed=settings.pop("seed", 0), **settings)
-    if settings:
-        raise DataValidationError("--set", f"{args.instance!r} is a fixed instance; --set does not apply")
-    return instances.load(args.instance)
+    defaults = COMPARE_SETTINGS if args.instance == COMPARE_INSTANCE else None
+    return instances.from_settings(args.instance, parse_settings(args.set), defaults)
 
 
 def _run_compare(args) -> int:
