@@ -83,10 +83,7 @@ class StructureSolver(SolverBase):
         clash = sorted(set(names) & _PYOMO_ENTRIES) or sorted({n for n in names if names.count(n) > 1})
         if clash:
             raise TypeError(f"{cls.__name__}: options {clash} clash with Pyomo's config or repeat")
-        config = SolverConfig()
-        for opt in cls._declared:
-            config.declare(opt.name, ConfigValue(default=opt.default, domain=opt.domain, description=opt.doc))
-        cls.CONFIG = config
+        cls.CONFIG = cls._declare(SolverConfig())
 
     # ------------------------------------------------------------------ declarations
     @classmethod
@@ -104,6 +101,19 @@ class StructureSolver(SolverBase):
             duals=cls.duals,
             options={opt.name: opt for opt in cls._declared},
         )
+
+    @classmethod
+    def _declare(cls, config: ConfigDict) -> ConfigDict:
+        """``config`` with every declared option added (the one place options become config entries)."""
+        for opt in cls._declared:
+            config.declare(opt.name, ConfigValue(default=opt.default, domain=opt.domain, description=opt.doc))
+        return config
+
+    @classmethod
+    def _refuse_unknown(cls, names) -> None:
+        unknown = sorted(set(names) - {opt.name for opt in cls._declared})
+        if unknown:
+            raise SolverOptionError(cls._label(), f"unknown options {unknown}; its options are {cls._known()}")
 
     @classmethod
     def option_defaults(cls) -> dict[str, Any]:
@@ -128,12 +138,8 @@ class StructureSolver(SolverBase):
 
     @classmethod
     def _resolve(cls, options: dict) -> ConfigDict:
-        unknown = sorted(set(options) - {opt.name for opt in cls._declared})
-        if unknown:
-            raise SolverOptionError(cls._label(), f"unknown options {unknown}; its options are {cls._known()}")
-        config = ConfigDict()
-        for opt in cls._declared:
-            config.declare(opt.name, ConfigValue(default=opt.default, domain=opt.domain, description=opt.doc))
+        cls._refuse_unknown(options)
+        config = cls._declare(ConfigDict())
         try:
             config.set_value(options)
         except ValueError as err:
@@ -196,12 +202,10 @@ class StructureSolver(SolverBase):
         legacy API pass them) to the top level; refuse unknown ones and ones given twice."""
         kwds = dict(kwds)
         options = {**dict(self.config.solver_options), **dict(kwds.pop("solver_options", None) or {})}
-        unknown = sorted(set(options) - {opt.name for opt in self._declared})
-        if unknown:
-            raise SolverOptionError(self.name, f"unknown options {unknown}; its options are {self._known()}")
+        self._refuse_unknown(options)
         clash = sorted(set(options) & set(kwds))
         if clash:
-            raise SolverOptionError(self.name, f"options {clash} given twice (as keywords and in solver_options)")
+            raise SolverOptionError(self._label(), f"options {clash} given twice (as keywords and in solver_options)")
         return {**kwds, **options}
 
     def _declared_values(self, config) -> ConfigDict:
