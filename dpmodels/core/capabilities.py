@@ -119,9 +119,10 @@ def solvers_for(model, *, exact: bool | None = None, available_only: bool = True
     them).  ``available_only`` drops solvers whose library is not installed (e.g. Gurobi).
     """
     found = []
+    problem = declared_class(model)  # once: on an unmarked model it walks every constraint
     for name in sorted(set(SolverFactory._cls) | set(BACKENDS)):
         caps = capabilities(name)
-        if caps is None or why_not(caps, model) is not None:
+        if caps is None or why_not(caps, model, problem) is not None:
             continue
         if exact is not None and caps.exact != exact:
             continue
@@ -131,11 +132,12 @@ def solvers_for(model, *, exact: bool | None = None, available_only: bool = True
     return sorted(found, key=lambda m: (not m.exact, m.solver))
 
 
-def why_not(caps: Capabilities, model) -> str | None:
-    """Why the solver of ``caps`` cannot take ``model``, or None if it can."""
+def why_not(caps: Capabilities, model, problem: str | None = None) -> str | None:
+    """Why the solver of ``caps`` cannot take ``model`` (of class ``problem`` when already known),
+    or None if it can."""
     marker = get_marker(model)
     if caps.kind == "backend":
-        cls = declared_class(model)
+        cls = problem or declared_class(model)
         if cls not in caps.problem_classes:
             return f"{caps.name} does not solve {cls} models; it solves {sorted(caps.problem_classes)}"
         return None

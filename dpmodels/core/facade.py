@@ -14,7 +14,7 @@ import pandas as pd
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import Results
 
-from .capabilities import SOLVER_ALIASES, capabilities, check_can_solve, solvers_for
+from .capabilities import SOLVER_ALIASES, canonical, capabilities, check_can_solve, solvers_for
 from .errors import ModelStructureError, SolverOptionError, SolverUnavailableError
 
 __all__ = ["SOLVER_ALIASES", "solver_names", "get_solver", "solve", "compare", "solvers_for"]
@@ -29,7 +29,7 @@ def solver_names() -> list[str]:
 def get_solver(name: str):
     """A new-API solver object for ``name`` (alias or factory name), checked available."""
 
-    key = SOLVER_ALIASES.get(name, name)
+    key = canonical(name)
     if key not in SolverFactory._cls:
         raise SolverUnavailableError(f"solver {name!r} is not registered; known: {solver_names()}")
     solver = SolverFactory(key)
