@@ -175,6 +175,17 @@ def test_declared_options_reach_the_plugin_in_both_apis(plugin):
     defaults = {**cls.option_defaults(), **_required(plugin)}
     pyo.SolverFactory(plugin).solve(model.clone(), options=defaults)
     SolverFactory(plugin).solve(model.clone(), solver_options=defaults)
+    for option in capabilities(plugin).options.values():
+        try:
+            option.parse("not a value")
+        except (TypeError, ValueError):
+            bad = {**_required(plugin), option.name: "not a value"}
+            with pytest.raises(SolverOptionError, match=option.name):
+                pyo.SolverFactory(plugin).solve(model.clone(), options=bad)
+            with pytest.raises(SolverOptionError, match=option.name):
+                SolverFactory(plugin).solve(model.clone(), solver_options=bad)
+            with pytest.raises(SolverOptionError, match=option.name):
+                cls.solve_data(dpmodels.core.get_marker(model).data, **bad)
 
 
 @pytest.mark.parametrize("plugin", PLUGINS)

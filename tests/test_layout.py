@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 
 def run_python(code: str, cwd) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True)
@@ -25,3 +27,16 @@ def test_nothing_installs_under_a_generic_top_level_name(tmp_path):
     proc = run_python(code, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_pyomo_help_lists_the_plugins_through_the_entry_point():
+    """README: `pyomo help --solvers` lists the plugins after installation (pyomo.command entry point)."""
+    import shutil
+    import subprocess
+
+    pyomo = shutil.which("pyomo")
+    if pyomo is None:
+        pytest.skip("the pyomo script is not on PATH")
+    proc = subprocess.run([pyomo, "help", "--solvers"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert all(name in proc.stdout for name in ("pgsr_dp", "mdp_ipm", "topdown_flow", "facility_tree_dp"))
