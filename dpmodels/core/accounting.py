@@ -27,24 +27,30 @@ from .noise import as_epsilon, exact
 from .randomness import SECURE_SOURCE, describe
 from .samplers import exact_fraction
 
-__all__ = ["split_budget", "Measurement", "PrivacyLedger", "NonPrivateComponentError", "step_epsilon"]
+__all__ = ["split_budget", "Measurement", "PrivacyLedger", "NonPrivateComponentError", "check_epsilon", "step_epsilon"]
 
 
 class NonPrivateComponentError(PrivacyParameterError):
     """A component that reads private data without a privacy guarantee was used in private mode."""
 
 
-def step_epsilon(epsilon, field: str = "epsilon") -> Fraction | float:
-    """A step's epsilon exactly: a Fraction (a float read as the decimal it prints as), ``inf``
-    kept as ``inf`` (the non-private limit, allowed only in a non-private ledger's totals), 0 allowed."""
+def check_epsilon(epsilon, field: str = "epsilon") -> float:
+    """``epsilon`` as a float in ``[0, inf]`` (``inf``: the non-private limit, ``0``: uniform)."""
     if isinstance(epsilon, bool):
         raise PrivacyParameterError(field, f"must be a number, got {epsilon!r}")
     try:
-        value = float(epsilon)
+        eps = float(epsilon)
     except (TypeError, ValueError) as err:
         raise PrivacyParameterError(field, f"must be a number, got {epsilon!r}") from err
-    if math.isnan(value) or value < 0:
+    if math.isnan(eps) or eps < 0:
         raise PrivacyParameterError(field, f"must be >= 0 (0: uniform, inf: non-private), got {epsilon!r}")
+    return eps
+
+
+def step_epsilon(epsilon, field: str = "epsilon") -> Fraction | float:
+    """A step's epsilon exactly: a Fraction (a float read as the decimal it prints as), ``inf``
+    kept as ``inf`` (the non-private limit, allowed only in a non-private ledger's totals), 0 allowed."""
+    value = check_epsilon(epsilon, field)
     return math.inf if math.isinf(value) else exact(epsilon, field)
 
 

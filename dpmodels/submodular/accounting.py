@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from dpmodels.core.accounting import NonPrivateComponentError, PrivacyLedger, step_epsilon
+from dpmodels.core.accounting import NonPrivateComponentError, PrivacyLedger, check_epsilon, step_epsilon
 from dpmodels.core.errors import PrivacyParameterError
 from dpmodels.core.noise import exact
 from dpmodels.core.selection import as_rational
@@ -41,22 +41,8 @@ __all__ = [
     "greedy_step_epsilon",
     "calibrate_alg1",
     "calibrate_greedy",
-    "NonPrivateComponentError",
     "PrivacyAccountant",
 ]
-
-
-def check_epsilon(epsilon, field: str = "epsilon") -> float:
-    """``epsilon`` as a float in ``[0, inf]`` (``inf``: the non-private limit, ``0``: uniform)."""
-    if isinstance(epsilon, bool):
-        raise PrivacyParameterError(field, f"must be a number, got {epsilon!r}")
-    try:
-        eps = float(epsilon)
-    except (TypeError, ValueError) as err:
-        raise PrivacyParameterError(field, f"must be a number, got {epsilon!r}") from err
-    if math.isnan(eps) or eps < 0:
-        raise PrivacyParameterError(field, f"must be >= 0 (0: uniform, inf: non-private), got {epsilon!r}")
-    return eps
 
 
 def check_private_epsilon(epsilon, private: bool, field: str = "epsilon") -> float:
