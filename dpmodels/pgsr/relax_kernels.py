@@ -144,20 +144,30 @@ def demands(child_start, child_count, is_leaf, a, lo, hi, start, capacity):
 
 
 @njit(cache=True)
-def root_price(P, X, start, count, G, iterations=200):
+def _root_demand(s, is_leaf, a, lo, hi, P, X, count, p):
+    """The root's demand for size ``s`` at price ``p`` (closed form when the root is a leaf)."""
+    if is_leaf[0]:
+        return min(max((p + 2.0 * a[0, s]) / 2.0, lo[0, s]), hi[0, s])
+    return _evaluate(P[s], X[s], 0, count[0, s], p)
+
+
+@njit(cache=True)
+def root_price(is_leaf, a, lo, hi, P, X, count, G, iterations=200):
     """The price at which the root's sizes together take ``G`` (bisection on the total demand)."""
-    S = P.shape[0]
+    S = a.shape[1]
     low, high = np.inf, -np.inf
     for s in range(S):
-        low = min(low, P[s, start[0]])
-        high = max(high, P[s, start[0] + count[0, s] - 1])
+        if is_leaf[0]:
+            low, high = min(low, 2.0 * (lo[0, s] - a[0, s])), max(high, 2.0 * (hi[0, s] - a[0, s]))
+        else:
+            low, high = min(low, P[s, 0]), max(high, P[s, count[0, s] - 1])
     for _ in range(iterations):
         mid = 0.5 * (low + high)
         if mid <= low or mid >= high:
             break
         total = 0.0
         for s in range(S):
-            total += _evaluate(P[s], X[s], start[0], count[0, s], mid)
+            total += _root_demand(s, is_leaf, a, lo, hi, P, X, count, mid)
         if total < G:
             low = mid
         else:

@@ -50,5 +50,5 @@ def relaxed_values(noisy: NoisyGroupSizes, domains="full") -> np.ndarray:
     cap = demand_capacity(h)
     start = (np.cumsum(cap) - cap).astype(np.int64)
     P, X, count = relax_kernels.demands(h.child_start, h.child_count, h.is_leaf, a, lo, hi, start, int(cap.sum()))
-    price = relax_kernels.root_price(P, X, start, count, float(noisy.G))
+    price = relax_kernels.root_price(h.is_leaf, a, lo, hi, P, X, count, float(noisy.G))
     return relax_kernels.split(price, h.child_start, h.child_count, h.is_leaf, a, lo, hi, P, X, start, count)
