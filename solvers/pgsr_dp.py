@@ -1,14 +1,19 @@
 """``pgsr_dp``: PGSR Model 1 solved exactly by the M_H^dp dynamic program (spec 4.2).
 
-A short adapter: the algorithm is :func:`dpmodels.pgsr.dp.solve_hierarchical`.
+A short adapter: by default the algorithm is :func:`dpmodels.pgsr.window_dp.solve_exact` (the
+optimum certified from windows around the relaxation, whatever the domain width);
+``method="tables"`` runs the paper's table DP :func:`dpmodels.pgsr.dp.solve_hierarchical`.
 """
 
 from __future__ import annotations
 
+from pyomo.common.config import In
+
 from dpmodels.pgsr.dp import solve_hierarchical
+from dpmodels.pgsr.window_dp import solve_exact
 
 from ._adapters import model1_feasible, model1_solution
-from .base import StructureSolver
+from .base import Option, StructureSolver
 
 __all__ = ["PGSRDPSolver"]
 
@@ -17,11 +22,23 @@ class PGSRDPSolver(StructureSolver):
     """Solves Model 1 (``build_hierarchical_qip`` / ``build_hierarchical_milp``) exactly by DP."""
 
     formulations = frozenset({"pgsr.hierarchical_qip", "pgsr.hierarchical_milp"})
-    algorithm = "M_H^dp: bottom-up cost tables with TableMerge, top-down split (Algorithm 1)"
+    algorithm = (
+        "M_H^dp: the table DP (TableMerge, Algorithm 1) on windows around the exact relaxation, "
+        "certified by M-convex exchange optimality; or the table DP on the whole domains"
+    )
+    options = (
+        Option(
+            "method",
+            "windows",
+            "windows: certified windows (cost independent of the domain width); tables: the paper's table DP",
+            In(["windows", "tables"]),
+        ),
+    )
 
     @classmethod
     def run(cls, payload, options, controls):
-        return solve_hierarchical(payload.noisy, model1_feasible(payload))
+        solver = solve_exact if options["method"] == "windows" else solve_hierarchical
+        return solver(payload.noisy, model1_feasible(payload))
 
     def to_solution(self, marker, result, options):
         return model1_solution(marker, result)

@@ -17,10 +17,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dpmodels.core.errors import DataValidationError
+
 from . import kernels
 from .data import NoisyGroupSizes, cumulative, decumulate
 from .domains import Domains
 from .dp import solve_hierarchical
+from .window_dp import solve_exact
 
 __all__ = ["solve_isotonic", "CumulativeSolution", "solve_cumulative_dp"]
 
@@ -44,18 +47,22 @@ class CumulativeSolution:
 
 
 def solve_cumulative_dp(
-    noisy: NoisyGroupSizes, domains="truncated", delta=None, on_infeasible: str = "widen"
+    noisy: NoisyGroupSizes, domains="truncated", delta=None, on_infeasible: str = "widen", method: str = "windows"
 ) -> CumulativeSolution:
     """Algorithm 2: isotonic step, round half up, (-), then the M_H^dp DP on the result.
 
     The DP's domains are built around the pre-processed counts with the cumulative noise
     scale (spec 4.5: the smaller noise gives smaller domains).  ``objective`` is Model 2's
-    objective at the released solution.
+    objective at the released solution.  The DP stage is exact Model 1 either way: ``method``
+    ``"windows"`` (certified windows, :mod:`.window_dp`) or ``"tables"`` (the paper's table DP).
     """
+    if method not in ("windows", "tables"):
+        raise DataValidationError("method", f"must be 'windows' or 'tables', got {method!r}")
     tick = time.perf_counter()
     iso = solve_isotonic(noisy)
     pre = decumulate(np.floor(iso + 0.5))
-    dp = solve_hierarchical(noisy.with_values(pre, kind="counts"), domains, delta, on_infeasible)
+    solver = solve_exact if method == "windows" else solve_hierarchical
+    dp = solver(noisy.with_values(pre, kind="counts"), domains, delta, on_infeasible)
     objective = float(((cumulative(dp.counts) - noisy.values) ** 2).sum())
     info = dict(dp.info, dp_objective=dp.objective, seconds=time.perf_counter() - tick)
     return CumulativeSolution(dp.counts, iso, pre, objective, dp.domains, info)

@@ -17,6 +17,7 @@ M_c        cumulative, z L/eps             Model 2 QIP on a MIQP solver (scip)
 M_c^r      cumulative, z L/eps             Model 2-R on a QP solver, rounded, (-)
 M_c^dp     cumulative, z L/eps             Algorithm 2 (``pgsr_cdp``)
 M_c^ch     chain, z L|R_l|/eps (sound)     Model 3 by ``pgsr_chain``
+TopDown    counts, 2L/eps                  the paper's TopDown baseline (spec 3.8)
 =========  ==============================  =========================================
 
 Here ``z`` is the data's declared public bound ``z_max`` on one person's quantity (1 in the
@@ -164,12 +165,25 @@ def post_hierarchical_relaxed(noisy, solver="clarabel", domains="truncated", tim
 
 
 @_timed
-def post_hierarchical_dp(noisy, domains="truncated") -> Release:
-    """M_H^dp: Model 1 by the TableMerge dynamic program."""
-    from .dp import solve_hierarchical
+def post_hierarchical_dp(noisy, domains="truncated", method="windows") -> Release:
+    """M_H^dp: the exact optimum of Model 1 on ``domains``.
 
-    sol = solve_hierarchical(noisy, domains, on_infeasible="widen")
+    ``method="windows"`` (default) certifies it from windows around the relaxation, at a cost that
+    does not grow with the domain (:mod:`.window_dp`); ``"tables"`` is the paper's TableMerge DP.
+    """
+    sol = _hierarchical_solver(method)(noisy, domains, on_infeasible="widen")
     return Release(sol.counts, "optimal", sol.objective, 0.0, "pgsr_dp", sol.info)
+
+
+def _hierarchical_solver(method: str):
+    """The exact Model 1 solver called ``method`` (see :func:`post_hierarchical_dp`)."""
+    from .dp import solve_hierarchical
+    from .window_dp import solve_exact
+
+    solvers = {"windows": solve_exact, "tables": solve_hierarchical}
+    if method not in solvers:
+        raise DataValidationError("method", f"must be one of {sorted(solvers)}, got {method!r}")
+    return solvers[method]
 
 
 @_timed
@@ -213,6 +227,15 @@ def post_chain(noisy, domains="truncated") -> Release:
     return Release(sol.counts, "optimal", sol.objective, 0.0, "pgsr_chain", sol.info)
 
 
+@_timed
+def post_topdown(noisy) -> Release:
+    """TopDown (the paper's baseline): simplex projections and largest-remainder roundings, top down."""
+    from .topdown_baseline import solve_topdown_baseline
+
+    sol = solve_topdown_baseline(noisy)
+    return Release(sol.counts, "feasible", sol.objective, 0.0, "topdown_baseline", sol.info)
+
+
 @dataclass(frozen=True)
 class MechanismSpec:
     name: str
@@ -244,6 +267,7 @@ MECHANISMS: dict[str, MechanismSpec] = {
         MechanismSpec("M_c^r", "cumulative", post_cumulative_relaxed, "Model 2-R QP + rounding"),
         MechanismSpec("M_c^dp", "cumulative", post_cumulative_dp, "Algorithm 2: isotonic + rounding + DP"),
         MechanismSpec("M_c^ch", "chain", post_chain, "Model 3 by the chain DP (exact)"),
+        MechanismSpec("TopDown", "counts", post_topdown, "TopDown baseline: per-level simplex projection + rounding"),
     ]
 }
 
