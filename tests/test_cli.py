@@ -96,22 +96,52 @@ def test_bad_input_is_a_clear_error(capsys):
 def test_bench_pgsr_small(tmp_path):
     report = tmp_path / "bench.json"
     out = run(
-        "bench", "pgsr", "--sizes", "5", "--time-limit", "20", "--census-scale", "0.001", "--json", str(report)
+        "bench",
+        "pgsr",
+        "--sizes",
+        "5",
+        "--time-limit",
+        "20",
+        "--census-scale",
+        "0.001",
+        "--census-variants",
+        "M_H^dp/windows/full",
+        "--json",
+        str(report),
     ).stdout
-    assert "clarabel" in out and "peak RSS GB" in out
+    assert "clarabel" in out and "peak GB" in out
     data = json.loads(report.read_text())
     assert data["census"][0]["consistent"] is True and data["sweep"][0]["N"] == 5
 
 
 def test_bench_pgsr_census_only_at_several_epsilons(tmp_path):
-    """Table 7's budgets, one child process each: seconds, peak memory and the DP's width per epsilon."""
+    """Table 7's budgets, one child process per (epsilon, variant): seconds, peak memory, objectives
+    that agree between the table DP and the window solver, and the full optimum below the truncated."""
     report = tmp_path / "census.json"
-    run("bench", "pgsr", "--census-only", "--census-scale", "0.001", "--epsilon", "0.5", "1", "--json", str(report))
+    variants = ["M_H^dp/tables/truncated", "M_H^dp/windows/truncated", "M_H^dp/windows/full"]
+    out = run(
+        "bench",
+        "pgsr",
+        "--census-only",
+        "--census-scale",
+        "0.001",
+        "--epsilon",
+        "0.5",
+        "1",
+        "--census-variants",
+        *variants,
+        "--json",
+        str(report),
+    ).stdout
     census = json.loads(report.read_text())["census"]
     assert "sweep" not in json.loads(report.read_text())
-    assert [c["epsilon"] for c in census] == [0.5, 1.0]
-    assert all(c["consistent"] and c["pgsr_dp s"] > 0 and c["peak RSS GB"] > 0 for c in census)
-    assert census[0]["delta"] > census[1]["delta"]  # the truncation widens as epsilon shrinks
+    assert [(c["epsilon"], c["variant"]) for c in census] == [(e, v) for e in (0.5, 1.0) for v in variants]
+    assert all(c["consistent"] and c["seconds"] > 0 and c["peak RSS GB"] > 0 for c in census)
+    assert census[0]["delta"] > census[3]["delta"]  # the truncation widens as epsilon shrinks
+    assert census[2]["delta"] is None  # the full domain [0, G]
+    for eps in (0.5, 1):
+        assert f"eps {eps:g} M_H^dp: tables and windows agree on truncated domains: True" in out
+        assert f"eps {eps:g} M_H^dp: full optimum <= truncated: True" in out
 
 
 def test_bench_topdown_small(tmp_path):

@@ -131,6 +131,8 @@ def _run_compare(args) -> int:
 
 # ---------------------------------------------------------------------- bench
 def _bench_arguments(p: argparse.ArgumentParser) -> None:
+    from .census_bench import CENSUS_VARIANTS
+
     p.add_argument(
         "--sizes",
         type=positive_int,
@@ -145,7 +147,16 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
         type=positive_float,
         nargs="+",
         default=[1.0],
-        help="budgets of the census run, one child process each (Table 7: 0.1 0.5 1; 0.1 takes minutes and ~10 GB)",
+        help="budgets of the census run (Table 7: 0.1 0.5 1; the table DPs at 0.1 take minutes and ~10 GB)",
+    )
+    p.add_argument(
+        "--census-variants",
+        nargs="+",
+        choices=list(CENSUS_VARIANTS),
+        default=list(CENSUS_VARIANTS),
+        metavar="VARIANT",
+        help=f"mechanism/solver/domains runs of the census part, one child process each (default all: "
+        f"{' '.join(CENSUS_VARIANTS)})",
     )
     p.add_argument("--skip-sweep", action="store_true")
     p.add_argument("--skip-census", action="store_true")
@@ -167,6 +178,7 @@ def _run_bench(args) -> int:
         census_scale=None if args.skip_census else args.census_scale,
         json_path=args.json,
         epsilons=args.epsilon,
+        variants=args.census_variants,
     )
     return 0
 
