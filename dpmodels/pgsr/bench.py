@@ -23,9 +23,9 @@ from dpmodels.core.relax import relax_integer_vars
 
 from .census_bench import CENSUS_VARIANTS, census_in_child, census_table, check_agreement
 from .domains import Domains
-from .dp import warm_up
 from .mechanism import measure
 from .models import build_hierarchical_qip
+from .warmup import warm_up
 
 __all__ = ["figure7_sweep", "census_report", "run_bench"]
 

@@ -72,8 +72,8 @@ def _warm_up(variant: str) -> None:
     """Compile (or load) the variant's kernels on a tiny census-like instance."""
     from dpmodels.instances.pgsr import census_like
 
-    from .dp import warm_up
     from .mechanism import measure
+    from .warmup import warm_up
 
     warm_up()
     _, kind, _, _, solve = CENSUS_VARIANTS[variant]

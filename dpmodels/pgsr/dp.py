@@ -23,7 +23,7 @@ from . import kernels
 from .data import NoisyGroupSizes
 from .domains import Domains, hierarchical_feasible_interval, resolve_domains
 
-__all__ = ["warm_up", "CostTables", "HierarchicalSolution", "solve_hierarchical", "hierarchical_tables", "table_merge"]
+__all__ = ["CostTables", "HierarchicalSolution", "solve_hierarchical", "hierarchical_tables", "table_merge"]
 
 
 def table_merge(child_lo, child_tables) -> tuple[int, np.ndarray, np.ndarray]:
@@ -122,15 +122,3 @@ def solve_hierarchical(
         "seconds_top_down": done - up,
     }
     return HierarchicalSolution(counts, objective, dom, info)
-
-
-def warm_up() -> None:
-    """Compile (or load from numba's cache) the DP kernels on a tiny instance, so that the first
-    timed solve of a comparison or a benchmark measures the algorithm, not the compiler."""
-    from dpmodels.instances.pgsr import random_tree
-
-    data = random_tree(seed=0)
-    wiggle = np.resize([1.0, -1.0, 2.0, 0.0, -2.0], data.counts.size).reshape(data.counts.shape)
-    noisy = NoisyGroupSizes(data.hierarchy, data.counts + wiggle, data.G, level_scales=(1,) * data.hierarchy.n_levels)
-    solve_hierarchical(noisy)
-    solve_hierarchical(noisy, "truncated", on_infeasible="widen")
