@@ -1,4 +1,4 @@
-"""The price reference of Model 1 (issue 14's direction) against brute force and the table DP."""
+"""The price oracle of Model 1 against brute force, the table DP and the window solver."""
 
 import numpy as np
 import pytest
@@ -6,13 +6,14 @@ from dpmodels.instances.pgsr import random_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pgsr_oracles import brute_force
+from pgsr_prices import solve_by_prices
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.pgsr.data import NoisyGroupSizes
 from dpmodels.pgsr.domains import resolve_domains
 from dpmodels.pgsr.dp import solve_hierarchical
 from dpmodels.pgsr.mechanism import measure
-from dpmodels.pgsr.price_dp import solve_by_prices
+from dpmodels.pgsr.window_dp import solve_exact
 
 
 @st.composite
@@ -54,6 +55,7 @@ def test_prices_equal_the_table_dp_on_full_and_truncated_domains(seed, depth, N,
     noisy, _ = measure(data, epsilon, "counts", rng=seed)
     full_counts, full = solve_by_prices(noisy, "full")
     assert full == pytest.approx(solve_hierarchical(noisy, "full").objective, abs=1e-9)
+    assert full == pytest.approx(solve_exact(noisy, "full").objective, abs=1e-9)
     truncated = resolve_domains(noisy, "truncated", None, "widen")
     counts, objective = solve_by_prices(noisy, truncated)
     assert objective == pytest.approx(solve_hierarchical(noisy, truncated).objective, abs=1e-9)

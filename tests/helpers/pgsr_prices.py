@@ -1,9 +1,11 @@
-"""Model 1 by prices instead of tables: a reference whose work does not grow with the domain width.
+"""Model 1 by prices instead of tables: a slow, independent test oracle (pure Python, integer noise).
 
-Issue 14's direction, here as a readable reference (pure Python; not yet fast enough for the
-census shape, and integer noisy values only).  The DP tree's objective is a laminar convex
-function (each node's cost is convex in the sum of the leaves below it), so its cost tables are
-convex (spec Theorem 3) and a node is described by its *demand* at a marginal price ``p``:
+A third exact method beside brute force and the table DP, built on a different principle from
+the product's window solver (:mod:`dpmodels.pgsr.window_dp`), which the tests check against it.
+
+The DP tree's objective is a laminar convex function (each node's cost is convex in the sum of
+the leaves below it), so its cost tables are convex (spec Theorem 3) and a node is described by
+its *demand* at a marginal price ``p``:
 
     x_u(p) = the largest value of node u whose every unit step costs at most p
            = lo_u + #{x in [lo_u, hi_u) : tau_u(x + 1) - tau_u(x) <= p}.
@@ -30,9 +32,8 @@ from functools import lru_cache
 import numpy as np
 
 from dpmodels.core.errors import DataValidationError
-
-from .data import NoisyGroupSizes
-from .domains import Domains, hierarchical_feasible_interval, hierarchical_infeasibility, resolve_domains
+from dpmodels.pgsr.data import NoisyGroupSizes
+from dpmodels.pgsr.domains import Domains, hierarchical_feasible_interval, hierarchical_infeasibility, resolve_domains
 
 __all__ = ["solve_by_prices"]
 
