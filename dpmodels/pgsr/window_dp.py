@@ -10,13 +10,13 @@ This solver needs tables only where the optimum can be:
    intersected with its domain (``w = 2`` at first): tables of width ``2 w + 2``.
 3. **Certify.**  Model 1 is a *laminar convex* function of the leaf cells (every cost is a convex
    function of the sum over a set of cells, and the sets - one per DP node - are laminar), with
-   the total fixed to ``G``: an M-convex function (Murota, *Discrete Convex Analysis*, 2003, 6.3).
-   For M-convex functions a point is a global minimum iff no exchange ``x - e_i + e_j`` of one
-   unit between two cells lowers the cost (Murota, Thm. 6.26).  :func:`exchange_gain` finds the
-   best exchange over all pairs in one pass up the tree on the *original* domains.  If it lowers
-   nothing, the window's optimum is the exact optimum; otherwise the windows widen (x4) and the
-   DP runs again, until certified or until the windows are the whole domains (then the table DP
-   is exact by itself).
+   the total fixed to ``G``: an M-convex function (laminar convex functions are M-natural-convex;
+   Murota, *Discrete Convex Analysis*, SIAM 2003, ch. 6).  By the M-optimality criterion (same
+   chapter) a point is a global minimum iff no exchange ``x - e_i + e_j`` of one unit between two
+   cells lowers the cost.  :func:`exchange_gain` finds the best exchange over all pairs in one
+   pass up the tree on the *original* domains.  If it lowers nothing, the window's optimum is the
+   exact optimum; otherwise the windows widen (x4) and the DP runs again, until certified or
+   until the windows are the whole domains (then the table DP is exact by itself).
 
 Nothing is claimed from the relaxation or the window: the exactness comes from step 3, in exact
 integer arithmetic when the noisy values are integers (discrete noise), else up to a tolerance
