@@ -18,6 +18,7 @@ from dpmodels.core.commands import (
     add_executor,
     add_outputs,
     add_progress,
+    nonnegative_int,
     positive_float,
     positive_int,
     report_written,
@@ -31,6 +32,11 @@ __all__ = ["FAMILY"]
 COMPARE_INSTANCE = "pgsr/taxi-like"
 #: The built-in default: the taxi-like shape at a tenth of its groups (a newcomer's first run).
 COMPARE_SETTINGS = {"scale": 0.1}
+#: ``--table7``: the largest shape (regions x sizes) on which the Pyomo QP/QIP mechanisms run by
+#: default.  At the full census shape (3.2 million cells) one Model 1-R solve through Pyomo and
+#: Clarabel took 3-5 minutes and 7.6 GB here (Model 2-R longer), so the three budgets of M_H^r
+#: and M_c^r alone would take over 20 minutes; ``--qp-max-cells 0`` runs them anyway.
+TABLE7_QP_MAX_CELLS = 1_000_000
 
 
 # ---------------------------------------------------------------------- compare
@@ -48,12 +54,17 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv-counts", help="region,size,count (or wide) counts of the leaves (needs --csv-hierarchy)")
     p.add_argument("--csv-records", help="user,unit,region,quantity records (needs --csv-hierarchy)")
     p.add_argument("--epsilon", type=positive_float, nargs="+", default=[0.1, 0.5, 1.0], help="privacy budgets")
-    p.add_argument("--runs", type=positive_int, default=5, help="noisy runs per epsilon (the paper averages 30)")
+    p.add_argument(
+        "--runs",
+        type=positive_int,
+        default=None,
+        help="noisy runs per epsilon (default 5, 1 with --table7; the paper: 30)",
+    )
     p.add_argument(
         "--mechanisms",
         nargs="+",
         default=None,
-        help="mechanisms to run (default: M_H^r M_H^dp M_c^r M_c^dp M_c^ch; also M_H, M_c, M_dp^OP)",
+        help="mechanisms to run (default: M_H^r M_H^dp M_c^r M_c^dp M_c^ch TopDown; also M_H, M_c, M_dp^OP)",
     )
     p.add_argument("--qp-solver", default="clarabel", help="backend of the relaxed models (M_H^r, M_c^r)")
     p.add_argument("--qip-solver", default="scip", help="backend of the exact QIPs (M_H, M_c)")
@@ -71,9 +82,41 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         help="chain noise of M_c^ch: sound L|R_l|/eps, or the paper's L/eps (not eps-DP)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic noise (experiments, not releases)")
+    p.add_argument(
+        "--table7",
+        action="store_true",
+        help="the paper's Table 7 and Figs. 8-9: the mechanisms on the census-like and taxi-like shapes at full "
+        "scale, ours beside the paper's numbers (--set KEY=VALUE applies to both shapes, --set census.KEY=VALUE "
+        "or taxi.KEY=VALUE to one; --plot draws Figs. 8-9)",
+    )
+    p.add_argument(
+        "--shapes", nargs="+", choices=["census", "taxi"], default=None, help="with --table7: the shapes (default both)"
+    )
+    p.add_argument(
+        "--qp-max-cells",
+        type=nonnegative_int,
+        default=None,
+        help=f"with --table7: the largest shape (regions x sizes) on which M_H^r, M_c^r, M_H and M_c (Pyomo models "
+        f"on a generic solver) run; on larger shapes their rows say 'not run' (default {TABLE7_QP_MAX_CELLS:,}; "
+        "0 = no limit; one Model 1-R solve at the census shape took 3-5 min and 7.6 GB here)",
+    )
     add_executor(p)
-    add_outputs(p, csv="one row per run", plot="error and time against epsilon")
+    add_outputs(p, csv="one row per run", plot="error and time against epsilon (with --table7: Figs. 8-9)")
     add_progress(p)
+
+
+def _mechanism_options(args, mechanisms) -> dict[str, dict]:
+    """Each mechanism's post-processing options from the command line, only those it takes."""
+    from .mechanism import MECHANISMS
+
+    options = {}
+    for name in mechanisms:
+        if name not in MECHANISMS:
+            raise DataValidationError("--mechanisms", f"unknown {name!r}; choose from {list(MECHANISMS)}")
+        solver = args.qp_solver if name.endswith("^r") else args.qip_solver
+        given = {"domains": args.domains, "solver": solver, "time_limit": args.time_limit}
+        options[name] = {k: v for k, v in given.items() if k in MECHANISMS[name].options}
+    return options
 
 
 def _load(args):
@@ -94,20 +137,20 @@ def _load(args):
 def _run_compare(args) -> int:
     from .compare import DEFAULT_MECHANISMS, compare_mechanisms, format_table7, plot_comparison, table7
 
-    data = _load(args)
+    if args.table7:
+        return _run_table7(args)
+    for flag in ("shapes", "qp_max_cells"):
+        if getattr(args, flag) is not None:
+            raise DataValidationError(f"--{flag.replace('_', '-')}", "only applies with --table7")
     mechanisms = args.mechanisms or list(DEFAULT_MECHANISMS)
-    options = {}
-    for name in mechanisms:
-        opts = {"domains": args.domains}
-        if name in ("M_H^r", "M_c^r", "M_H", "M_c"):
-            opts["solver"] = args.qp_solver if name.endswith("^r") else args.qip_solver
-            opts["time_limit"] = args.time_limit
-        options[name] = opts
+    options = _mechanism_options(args, mechanisms)
+    data = _load(args)
+    runs_per_eps = args.runs or 5
     print(f"instance: {data.name}  {data.hierarchy.describe()}  N = {data.N}  G = {data.G:,}")
     runs = compare_mechanisms(
         data,
         args.epsilon,
-        args.runs,
+        runs_per_eps,
         mechanisms,
         args.seed,
         options,
@@ -116,7 +159,7 @@ def _run_compare(args) -> int:
         progress=not args.no_progress,
     )
     print(
-        f"\nmean over {args.runs} runs per epsilon; L1 errors summed over the regions of each level; "
+        f"\nmean over {runs_per_eps} runs per epsilon; L1 errors summed over the regions of each level; "
         "#CV = consistency violations; seconds = post-processing time"
     )
     print(format_table7(table7(runs)))
@@ -127,6 +170,135 @@ def _run_compare(args) -> int:
         plot_comparison(runs, args.plot, title=data.name)
         report_written(args.plot)
     return 0
+
+
+def _table7_data(args) -> dict:
+    """The --table7 shapes with their defaults under ``--set`` (``KEY`` for every shape,
+    ``census.KEY`` / ``taxi.KEY`` for one)."""
+    import dpmodels.instances as instances
+
+    from .compare import TABLE7_SHAPES
+
+    given = {"--instance": args.instance != COMPARE_INSTANCE, "--csv-hierarchy": args.csv_hierarchy}
+    given |= {"--csv-counts": args.csv_counts, "--csv-records": args.csv_records}
+    for flag, used in given.items():
+        if used:
+            raise DataValidationError(
+                flag, "does not apply with --table7 (it runs the census-like and taxi-like shapes)"
+            )
+    names = args.shapes or list(TABLE7_SHAPES)
+    settings = {name: {} for name in names}
+    for key, value in parse_settings(args.set).items():
+        shape, dot, option = key.rpartition(".")
+        if dot and shape not in TABLE7_SHAPES:
+            raise DataValidationError("--set", f"{key!r}: a prefix must name a shape, one of {list(TABLE7_SHAPES)}")
+        for name in [shape] if dot else names:
+            if name in settings:
+                settings[name][option] = value
+    return {
+        n: instances.from_settings(TABLE7_SHAPES[n].instance, settings[n], TABLE7_SHAPES[n].defaults) for n in names
+    }
+
+
+def _run_table7(args) -> int:
+    import time
+
+    from .compare import (
+        DEFAULT_MECHANISMS,
+        MAY_VIOLATE,
+        TABLE7_SHAPES,
+        compare_shapes,
+        consistency_failures,
+        format_paper_table7,
+        paper_table7,
+        plot_figures,
+    )
+
+    tick = time.perf_counter()
+    mechanisms = args.mechanisms or list(DEFAULT_MECHANISMS)
+    options = _mechanism_options(args, mechanisms)  # names checked before any data is drawn
+    datasets = _table7_data(args)
+    runs_per_eps = args.runs or 1
+    max_cells = TABLE7_QP_MAX_CELLS if args.qp_max_cells is None else args.qp_max_cells
+    for name, data in datasets.items():
+        cells = data.hierarchy.n_regions * data.N
+        print(f"{TABLE7_SHAPES[name].label}: {data.name}  {data.hierarchy.describe()}  N = {data.N:,}  G = {data.G:,}")
+        print(f"    {cells:,} cells")
+    runs = compare_shapes(
+        datasets,
+        args.epsilon,
+        runs_per_eps,
+        mechanisms,
+        qp_max_cells=max_cells or None,
+        options=options,
+        seed=args.seed,
+        calibration=args.calibration,
+        executor=args.executor,
+        progress=not args.no_progress,
+    )
+    table = paper_table7(runs)
+    print(
+        f"\nTable 7: L1 error per level (summed over the level's regions) and #CV, mean over {runs_per_eps} run(s) "
+        "per epsilon; each cell is ours (the paper's)"
+    )
+    print(format_paper_table7(table))
+    print("\npost-processing seconds (noise and JIT warm-up excluded), mean per run:")
+    print(_seconds_table(table))
+    _print_notes(runs, table, args, max_cells)
+    failures = consistency_failures(runs)
+    exempt = ", ".join(sorted(MAY_VIOLATE))
+    if len(failures):
+        shown = failures[["shape", "epsilon", "mechanism", "#CV"]].to_string(index=False)
+        print(f"\nFAILED: #CV > 0 for mechanisms that must be consistent:\n{shown}")
+    else:
+        print(f"\n#CV = 0 for every run of every mechanism but {exempt} (which may break consistency by design)")
+    print(f"wall time: {time.perf_counter() - tick:.0f} s")
+    if args.csv:
+        runs.to_csv(args.csv, index=False)
+        report_written(args.csv)
+    if args.plot:
+        plot_figures(runs, args.plot)
+        report_written(args.plot)
+    return 1 if len(failures) else 0
+
+
+def _seconds_table(table) -> str:
+    import pandas as pd
+
+    from .compare import TABLE7_SHAPES
+
+    wide = table.pivot(index=["epsilon", "mechanism"], columns="shape", values="seconds")
+    wide = wide.reindex(pd.MultiIndex.from_frame(table[["epsilon", "mechanism"]].drop_duplicates()))
+    wide = wide[[s for s in TABLE7_SHAPES if s in wide.columns]].rename(columns=lambda s: TABLE7_SHAPES[s].label)
+    wide.index.names = ["eps", "mechanism"]
+    wide.columns.name = None
+    return wide.map(lambda v: "not run" if pd.isna(v) else f"{v:.3g}").to_string()
+
+
+def _print_notes(runs, table, args, max_cells: int) -> None:
+    """Why a row has no numbers, and what our instances are."""
+    skipped = table[table["status"].str.contains("not run", na=False)]
+    if len(skipped):
+        names = ", ".join(dict.fromkeys(skipped["mechanism"]))
+        print(
+            f"\nnot run: {names} on shapes above --qp-max-cells {max_cells:,} (Pyomo model + generic QP/QIP solver; "
+            "at the census shape one Model 1-R solve took 3-5 min and 7.6 GB here); --qp-max-cells 0 runs them"
+        )
+    unsolved = runs[runs["L1 total"].isna() & ~runs["status"].str.contains("not run", na=False)]
+    for _, row in unsolved.iterrows():
+        print(
+            f"no solution: {row['mechanism']} at eps {row['epsilon']:g} on {row['shape']} (run {row['run']}): "
+            f"{row['solver']} ended {row['termination'] or row['status']}"
+        )
+    print(
+        "our data are synthetic stand-ins of the paper's shapes (census_like, taxi_like), so magnitudes differ: "
+        "on Taxi-like an L1 per level is at most 2G"
+    )
+    if args.calibration == "sound" and "M_c^ch" in set(table["mechanism"]):
+        print(
+            "M_c^ch: sound chain noise L|R_l|/eps (|R_l| times the paper's L/eps, which is not eps-DP; "
+            "--calibration paper reproduces the paper's)"
+        )
 
 
 # ---------------------------------------------------------------------- bench
