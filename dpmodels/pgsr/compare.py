@@ -359,12 +359,17 @@ def plot_figures(runs: pd.DataFrame, path: str | None = None):
     import matplotlib.pyplot as plt
 
     shapes = [s for s in TABLE7_SHAPES if s in set(runs["shape"])]
+    colour = {m: f"C{i % 10}" for i, m in enumerate(dict.fromkeys(runs["mechanism"]))}  # one per mechanism
     fig, axes = plt.subplots(2, len(shapes), figsize=(6.5 * len(shapes), 8.5), squeeze=False)
     for col, name in enumerate(shapes):
-        table = table7(runs[runs["shape"] == name].drop(columns="shape").dropna(subset=["L1 total"]))
+        mine = runs[runs["shape"] == name].drop(columns="shape")
+        table = table7(mine.dropna(subset=["L1 total"]))
         for mech, group in table.groupby("mechanism", sort=False):
-            axes[0, col].plot(group["epsilon"], group["seconds"], marker="o", label=mech)
-            axes[1, col].plot(group["epsilon"], group["L1 total"], marker="o", label=mech)
+            axes[0, col].plot(group["epsilon"], group["seconds"], marker="o", label=mech, color=colour[mech])
+            axes[1, col].plot(group["epsilon"], group["L1 total"], marker="o", label=mech, color=colour[mech])
+        missing = sorted(set(mine["mechanism"]) - set(table["mechanism"]))
+        if missing:  # said on the figure, as in the table: a mechanism is never silently left out
+            axes[0, col].text(0.01, 0.01, f"no result: {', '.join(missing)}", transform=axes[0, col].transAxes)
         label = TABLE7_SHAPES[name].label
         axes[0, col].set(xscale="log", yscale="log", xlabel="epsilon", ylabel="post-processing seconds")
         axes[0, col].set_title(f"Fig. 8, {label}: runtime (noise and JIT warm-up excluded)", fontsize=10)
