@@ -30,9 +30,11 @@ import time
 import numpy as np
 from numba import njit, prange
 
+from dpmodels.core.errors import DataValidationError
+
 from . import kernels
 from .data import NoisyGroupSizes
-from .domains import Domains, resolve_domains
+from .domains import Domains, hierarchical_infeasibility, resolve_domains
 from .dp import HierarchicalSolution, hierarchical_tables
 from .relaxation import relaxed_values
 
@@ -43,31 +45,44 @@ WIDEN_FACTOR = 4
 
 
 def solve_exact(
-    noisy: NoisyGroupSizes, domains="full", delta=None, on_infeasible: str = "raise", window: int = FIRST_WINDOW
+    noisy: NoisyGroupSizes,
+    domains="full",
+    delta=None,
+    on_infeasible: str = "raise",
+    window: int = FIRST_WINDOW,
+    centre: np.ndarray | None = None,
 ) -> HierarchicalSolution:
     """Certified exact optimum of Model 1 on ``domains`` (``"full"`` by default: no truncation).
 
     Same contract as :func:`dpmodels.pgsr.dp.solve_hierarchical`; ``info`` adds the windows
     tried, the certificate (best exchange gain, >= 0 proves optimality) and the step times.
+    ``centre`` (regions x sizes) replaces the relaxed optimum as the windows' centre, e.g. a
+    previous solution: a poor centre costs wider windows, never exactness.
     """
     noisy.require_kind("counts", "pgsr_dp")
     ticks = {"start": time.perf_counter()}
     dom = resolve_domains(noisy, domains, delta, on_infeasible)
     ticks["check"] = time.perf_counter()
-    centre = relaxed_values(noisy, dom)
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 0:
+        raise DataValidationError("window", f"must be a non-negative integer, got {window!r}")
+    if centre is None:
+        centre = relaxed_values(noisy, dom)
+    elif np.shape(centre) != noisy.values.shape or not np.isfinite(centre).all():
+        raise DataValidationError("centre", f"needs finite values of shape {noisy.values.shape}")
     ticks["relaxation"] = time.perf_counter()
     tolerance = _tolerance(noisy)
     widths, entries = [], 0
     while True:
         win = window_domains(centre, dom, window)
-        counts, cost, size = _window_optimum(noisy, win)
-        widths.append(window)
-        entries += size
-        gain, where = exchange_gain(noisy, dom, counts)
         covers = bool(np.array_equal(win.lo, dom.lo) and np.array_equal(win.hi, dom.hi))
-        if gain >= -tolerance or covers:
-            break
-        window *= WIDEN_FACTOR
+        widths.append(window)
+        if covers or hierarchical_infeasibility(noisy, win) is None:  # rounding could empty a window
+            counts, cost, size = _window_optimum(noisy, win)
+            entries += size
+            gain, _ = exchange_gain(noisy, dom, counts)
+            if gain >= -tolerance or covers:
+                break
+        window = max(1, window * WIDEN_FACTOR)
     ticks["windows"] = time.perf_counter()
     objective = float(((counts - noisy.values) ** 2).sum())
     info = {
@@ -105,7 +120,6 @@ def window_domains(centre: np.ndarray, domains: Domains, window: int) -> Domains
 
 def _window_optimum(noisy: NoisyGroupSizes, win: Domains) -> tuple[np.ndarray, float, int]:
     """The table DP on the window domains: counts, DP cost and table entries."""
-    win = resolve_domains(noisy, win)  # proves the window feasible (it contains the relaxed optimum)
     state = hierarchical_tables(noisy, win)
     counts = np.empty(state.lo.shape, dtype=np.int64)
     h = noisy.hierarchy

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pgsr_oracles import brute_force
 
+from dpmodels.core.errors import DataValidationError
 from dpmodels.core.facade import solve
 from dpmodels.core.relax import relax_integer_vars
 from dpmodels.pgsr.data import NoisyGroupSizes
@@ -127,8 +128,8 @@ def test_the_certificate_holds_exactly_on_optima(instance, seed):
 
 
 def test_a_window_too_narrow_is_widened_until_certified():
-    """Centred on a wrong point with w = 0 the first window misses the optimum; the certificate
-    rejects it and the wider window is exact."""
+    """Centred on a poor point with w = 0 the first window misses the optimum; the certificate
+    rejects it and the solver widens until it certifies the exact optimum."""
     data = random_tree(seed=3, depth=3, N=3, G=30)
     noisy, _ = measure(data, 0.3, "counts", rng=3)
     dom = resolve_domains(noisy, "full")
@@ -136,8 +137,14 @@ def test_a_window_too_narrow_is_widened_until_certified():
     even = h.aggregate(np.full((len(h.leaves), data.N), data.G / (len(h.leaves) * data.N)))  # consistent, poor
     counts, _, _ = _window_optimum(noisy, window_domains(even, dom, 0))
     assert exchange_gain(noisy, dom, counts)[0] < 0
-    sol = solve_exact(noisy, "full", window=0)
+    sol = solve_exact(noisy, "full", window=0, centre=even)
+    assert len(sol.info["windows"]) > 1 and sol.info["certificate gain"] >= 0
     assert sol.objective == pytest.approx(solve_hierarchical(noisy, dom).objective)
+    with pytest.raises(DataValidationError, match="centre"):
+        solve_exact(noisy, centre=even[:1])
+    for bad in (-1, 1.5, True):
+        with pytest.raises(DataValidationError, match="window"):
+            solve_exact(noisy, window=bad)
 
 
 def test_real_valued_noise_is_solved_within_the_recorded_tolerance():
