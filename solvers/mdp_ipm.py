@@ -2,8 +2,9 @@
 
 ``SolverFactory('mdp_ipm').solve(full_model, gap=1e-3)`` solves the model built by
 :func:`~dpmodels.metricdp.models.build_full_lp` with the block-angular interior-point
-decomposition of :mod:`dpmodels.metricdp.ipm`: one N x N block per output, coordinated by the
-N row sums through their Schur complement.  The loaded mechanism is exactly eps-mDP (repaired,
+decomposition of :mod:`dpmodels.metricdp.ipm`: one sparse N x N block per output (factored in
+a band after a bandwidth-reducing ordering), coordinated by the N row sums through their Schur
+complement.  The loaded mechanism is exactly eps-mDP (repaired,
 and refused unless every neighbour ratio passes the exact audit); ``objective_bound`` is a
 certified lower bound, and the duals (``results.solution_loader.get_duals()``, or a ``dual``
 import suffix) are the dual feasible point of the full LP that certifies it.
@@ -11,7 +12,7 @@ import suffix) are the dual feasible point of the full LP that certifies it.
 
 from __future__ import annotations
 
-from pyomo.common.config import NonNegativeFloat, PositiveInt
+from pyomo.common.config import In, NonNegativeFloat, PositiveInt
 
 from dpmodels.metricdp.ipm import structured_ipm
 
@@ -35,6 +36,12 @@ class MDPIPMSolver(StructureSolver):
         Option("gap", 1e-3, "certified relative gap to stop at", NonNegativeFloat),
         Option("max_iter", 100, "iteration limit", PositiveInt),
         Option("presolve", True, "leave out rows implied by two-hop paths", bool),
+        Option(
+            "system",
+            "auto",
+            "Newton system: band (sparse blocks in a band, K N^2 b per iteration), dense (LAPACK, K N^3) or auto",
+            In(["auto", "band", "dense"]),
+        ),
     )
     honours_time_limit = True
     iteration_log = True

@@ -192,8 +192,8 @@ def full_lp_dual_check(model, duals):
     return np.array([rc for _, rc in reduced.values()]), sign_errors, dual_objective
 
 
-@pytest.mark.parametrize("presolve", [True, False])
-def test_ipm_duals_certify_its_bound(presolve):
+@pytest.mark.parametrize("presolve, system", [(True, "dense"), (False, "dense"), (True, "band"), (False, "band")])
+def test_ipm_duals_certify_its_bound(presolve, system):
     """The duals are a dual feasible point of the full LP (every reduced cost >= 0, every mDP row's
     dual <= 0), their dual objective is the reported bound, and it is within the gap of HiGHS."""
     from pyomo.contrib.solver.common.util import NoDualsError
@@ -203,7 +203,8 @@ def test_ipm_duals_certify_its_bound(presolve):
     # eta = 2 km: cells two apart in a row are neighbours, implied through the cell between them
     inst = instances.generate("mdp/grid", seed=0, rows=3, cols=4, K=5, epsilon=1.0, eta=2.0)
     model = build_full_lp(inst)
-    res = SolverFactory("mdp_ipm").solve(model, gap=1e-4, presolve=presolve)
+    res = SolverFactory("mdp_ipm").solve(model, gap=1e-4, presolve=presolve, system=system)
+    assert res.extra_info["Newton system"] == system
     duals = res.solution_loader.get_duals()
     assert len(duals) == len(model.mdp) + len(model.unit)
     reduced, sign_errors, dual_objective = full_lp_dual_check(model, duals)
@@ -238,15 +239,18 @@ def test_bad_gap_and_oversized_instances_are_refused():
     inst = random_instance(0, 4, 2, 1.0, 2.0)
     with pytest.raises(DataValidationError, match="gap"):
         structured_ipm(inst, gap=1.5)
-    import dpmodels.metricdp.ipm as ipm
+    import dpmodels.metricdp.ipm_linalg as linalg
 
-    old = ipm.MAX_BLOCK_BYTES
+    old = linalg.MAX_BLOCK_BYTES
     try:
-        ipm.MAX_BLOCK_BYTES = 100
-        with pytest.raises(DataValidationError, match="GB"):
-            structured_ipm(inst)
+        linalg.MAX_BLOCK_BYTES = 100
+        for system in ("auto", "band", "dense"):
+            with pytest.raises(DataValidationError, match="GB"):
+                structured_ipm(inst, system=system)
     finally:
-        ipm.MAX_BLOCK_BYTES = old
+        linalg.MAX_BLOCK_BYTES = old
+    with pytest.raises(DataValidationError, match="system"):
+        structured_ipm(inst, system="sparse")
 
 
 @pytest.mark.parametrize("eps", [0.3, np.log(3), 2.5])
@@ -269,13 +273,13 @@ def test_single_record_and_isolated_records():
 
 
 def test_blocks_no_ridge_can_fix_end_in_a_clear_breakdown():
-    from dpmodels.metricdp.ipm import NumericalBreakdown, _invert_blocks, _schur
+    from dpmodels.metricdp.ipm_linalg import NumericalBreakdown, _schur_factor, invert_blocks
 
     spd = np.array([[[2.0, 1.0], [1.0, 2.0]]])
-    np.testing.assert_allclose(_invert_blocks(spd.copy())[0], np.linalg.inv(spd[0]), rtol=1e-14)
+    np.testing.assert_allclose(invert_blocks(spd.copy())[0], np.linalg.inv(spd[0]), rtol=1e-14)
     with pytest.raises(NumericalBreakdown):
-        _invert_blocks(-np.eye(2)[None].copy())
+        invert_blocks(-np.eye(2)[None].copy())
     with pytest.raises(NumericalBreakdown):
-        _schur(_invert_blocks(np.full((1, 2, 2), np.nan)))
+        _schur_factor(invert_blocks(np.full((1, 2, 2), np.nan)).sum(axis=0))
     with pytest.raises(NumericalBreakdown):
-        _schur(np.array([[[1.0, 2.0], [2.0, 1.0]]]))  # indefinite
+        _schur_factor(np.array([[1.0, 2.0], [2.0, 1.0]]))  # indefinite
