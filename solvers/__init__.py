@@ -34,6 +34,7 @@ def _register_all() -> None:
     from .pgsr_cumulative import CumulativeDPSolver, IsotonicPAVASolver
     from .pgsr_dp import PGSRDPSolver
     from .pgsr_dp_op import PGSRDPOPSolver
+    from .pgsr_relax import PGSRRelaxSolver
     from .submodular_cg import ContinuousGreedySolver, PrivateContinuousGreedySolver
     from .submodular_greedy import SubmodularGreedySolver
     from .submodular_matroid import MatroidGreedySolver
@@ -43,6 +44,7 @@ def _register_all() -> None:
     register("clarabel", ClarabelSolver, "Clarabel interior-point QP/LP solver (dpmodels)")
     register("pgsr_dp", PGSRDPSolver, "PGSR Model 1 by the M_H^dp dynamic program (dpmodels)")
     register("pgsr_dp_op", PGSRDPOPSolver, "PGSR Model 1 by the DP with per-value sub-models (dpmodels)")
+    register("pgsr_relax", PGSRRelaxSolver, "PGSR Model 1-R by piecewise linear demand functions (dpmodels)")
     register("pgsr_chain", PGSRChainSolver, "PGSR Model 3 by the chain DP (dpmodels)")
     register("isotonic_pava", IsotonicPAVASolver, "PGSR Model A2 by pool adjacent violators (dpmodels)")
     register("pgsr_cdp", CumulativeDPSolver, "PGSR Model 2 by Algorithm 2, a heuristic (dpmodels)")

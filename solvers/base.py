@@ -9,7 +9,8 @@ with :class:`~dpmodels.core.errors.ModelStructureError`, never solved wrongly.
 The contract a plugin declares once, on its class:
 
 * ``formulations``: the registered formulations it solves (``integer_only``: it returns the
-  integer optimum, so a relaxed model is refused);
+  integer optimum, so a relaxed model is refused; ``relaxed_only``: it returns the continuous
+  relaxation's optimum, so a model with integer variables is refused);
 * ``exact``: a converged run is a proven optimum (else the result is ``feasible``, never
   ``optimal``, in both Pyomo APIs);
 * ``options``: a tuple of :class:`Option`; it becomes the plugin's Pyomo config, the keywords
@@ -65,6 +66,7 @@ class StructureSolver(SolverBase):
     CONFIG = SolverConfig()
     formulations: ClassVar[frozenset[str]] = frozenset()
     integer_only: ClassVar[bool] = True
+    relaxed_only: ClassVar[bool] = False
     exact: ClassVar[bool] = True
     guarantee: ClassVar[str] = "proven optimum"
     options: ClassVar[tuple[Option, ...]] = ()
@@ -96,6 +98,7 @@ class StructureSolver(SolverBase):
             guarantee=cls.guarantee,
             formulations=frozenset(cls.formulations),
             integer_only=cls.integer_only,
+            relaxed_only=cls.relaxed_only,
             time_limit=cls.honours_time_limit,
             tee=True,
             duals=cls.duals,
@@ -241,6 +244,12 @@ class StructureSolver(SolverBase):
                 f"{self.name} returns the integer optimum of {marker.formulation!r}, but this model "
                 "is its continuous relaxation; solve the relaxation with a QP solver such as "
                 "clarabel or highs, or build the model with relax=False"
+            )
+        if self.relaxed_only and not marker.options.get("relax", False):
+            raise ModelStructureError(
+                f"{self.name} returns the optimum of the continuous relaxation of {marker.formulation!r}, "
+                "but this model has integer variables; build it with relax=True (or "
+                "dpmodels.relax_integer_vars), or solve it with an integer solver"
             )
         return marker
 

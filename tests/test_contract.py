@@ -25,6 +25,7 @@ from dpmodels import instances
 from dpmodels.core.capabilities import BACKENDS, capabilities, why_not
 from dpmodels.core.errors import DPModelsError, ModelStructureError, SolverOptionError
 from dpmodels.core.formulations import formulations
+from dpmodels.core.relax import relax_integer_vars
 
 #: Values the test supplies for options a plugin requires (a mechanism's budget).
 REQUIRED = {"epsilon": 1.0}
@@ -126,10 +127,13 @@ def _check_loaded_point(model, res) -> None:
 
 # ---------------------------------------------------------------- each plugin, both APIs
 def _example_for(plugin: str):
-    """The first example model the plugin accepts."""
+    """The first example model the plugin accepts (its continuous relaxation for a plugin that
+    solves relaxations only)."""
     caps = capabilities(plugin)
     for name in sorted(caps.formulations):
         model = instances.example(name)
+        if caps.relaxed_only:
+            model = relax_integer_vars(model)
         if why_not(caps, model) is None:
             return model
     pytest.skip(f"no example model is accepted by {plugin}")

@@ -59,6 +59,7 @@ class Capabilities:
     problem_classes: frozenset[str] = frozenset()
     formulations: frozenset[str] = frozenset()
     integer_only: bool = False
+    relaxed_only: bool = False
     time_limit: bool = True
     tee: bool = True
     duals: bool = False
@@ -147,6 +148,8 @@ def why_not(caps: Capabilities, model, problem: str | None = None) -> str | None
         return f"{caps.name} does not solve formulation {marker.formulation!r}"
     if caps.integer_only and marker.options.get("relax", False):
         return f"{caps.name} returns integer optima; this model is a continuous relaxation"
+    if caps.relaxed_only and not marker.options.get("relax", False):
+        return f"{caps.name} returns the continuous relaxation's optimum; this model has integer variables"
     return None
 
 

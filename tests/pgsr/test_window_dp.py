@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pgsr_oracles import brute_force
 
-from dpmodels.core.errors import DataValidationError
+from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.core.facade import solve
 from dpmodels.core.relax import relax_integer_vars
 from dpmodels.pgsr.data import NoisyGroupSizes
@@ -154,3 +154,14 @@ def test_real_valued_noise_is_solved_within_the_recorded_tolerance():
     sol = solve_exact(noisy)
     assert sol.info["certificate tolerance"] > 0
     assert sol.objective == pytest.approx(solve_hierarchical(noisy, "full").objective, abs=1e-9)
+
+
+@settings(max_examples=10, deadline=None)
+@given(measured_instances())
+def test_the_pgsr_relax_plugin_solves_model_1r_like_highs_and_refuses_model_1(instance):
+    _, noisy = instance
+    relaxed = build_hierarchical_qip(noisy, relax=True, domains="full")
+    ours, highs = solve(relaxed, "pgsr_relax"), solve(relaxed.clone(), "highs")
+    assert ours.incumbent_objective == pytest.approx(highs.incumbent_objective, rel=1e-9, abs=1e-7)
+    with pytest.raises(ModelStructureError, match="integer variables"):
+        solve(build_hierarchical_qip(noisy, domains="full"), "pgsr_relax")
