@@ -154,17 +154,38 @@ def _run_compare(args) -> int:
 
 # ---------------------------------------------------------------------- bench
 def _bench_arguments(p: argparse.ArgumentParser) -> None:
+    from .bench_sweep import SWEEP_METHODS
+
     p.add_argument("--epsilon", type=positive_float, nargs="+", default=[10.0, 1.0], help="per-km budgets")
     p.add_argument("--blocks", type=positive_int, nargs="+", default=[25], help="Benders partitions to try (M)")
     p.add_argument("--partitioner", default="k-m-DV", choices=list(PARTITIONERS), help="partitioner of Benders")
-    p.add_argument("--time-limit", type=positive_float, default=300.0, help="seconds per full-LP / Benders run")
+    p.add_argument("--time-limit", type=positive_float, default=300.0, help="seconds per run")
     p.add_argument("--rows", type=positive_int, default=20, help="grid rows (the paper: 20)")
     p.add_argument("--cols", type=positive_int, default=25, help="grid columns (the paper: 25)")
     p.add_argument("--cell-km", type=positive_float, default=1.0, help="cell spacing; 1.5 gives a 4-neighbour grid")
-    add_outputs(p, json="the measurements")
+    p.add_argument(
+        "--sweep-n",
+        type=positive_int,
+        nargs="+",
+        metavar="N",
+        help="the paper's Fig. 6 instead: runtime vs N on 1 km grids of N cells (e.g. 250 500 750 1000 2000), "
+        "every method in its own child process, certified gaps under the absolute 0.01 and relative 1e-3 rules",
+    )
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        choices=list(SWEEP_METHODS),
+        default=list(SWEEP_METHODS),
+        help="methods of --sweep-n",
+    )
+    add_outputs(p, json="the measurements", plot="runtime vs N (with --sweep-n)")
 
 
 def _run_bench(args) -> int:
+    if args.sweep_n:
+        return _run_sweep(args)
+    if args.plot:
+        raise DataValidationError("--plot", "is the runtime-vs-N plot of --sweep-n; give --sweep-n")
     from .bench import run_bench
 
     cells = args.rows * args.cols
@@ -174,6 +195,15 @@ def _run_bench(args) -> int:
     run_bench(
         args.epsilon, args.blocks, args.partitioner, args.time_limit, args.rows, args.cols, args.json, args.cell_km
     )
+    return 0
+
+
+def _run_sweep(args) -> int:
+    from .bench_sweep import grid_shape, run_sweep
+
+    for n in args.sweep_n:
+        grid_shape(n)  # a size that is no grid fails here, before any run
+    run_sweep(args.sweep_n, args.epsilon, args.methods, args.time_limit, args.json, args.plot)
     return 0
 
 

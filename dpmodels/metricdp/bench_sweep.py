@@ -1,0 +1,273 @@
+"""``dpmodels bench mdp --sweep-n``: the paper's Fig. 6, runtime against N, with certified gaps.
+
+For each epsilon, N and method, one child process (so its peak memory is its own) builds a
+grid of 1 km cells with N records (:func:`grid_shape`: 250 -> 10 x 25, 500 -> 20 x 25,
+1,000 -> 25 x 40, 2,000 -> 40 x 50), K = min(100, N) outputs, eta = 2 km, and runs one method
+under a time limit:
+
+* ``highs-simplex``, ``highs-ipm``, ``highs-pdlp`` (HiGHS's first-order method, an anchor):
+  the full LP.  Their "optimal" points meet the mDP rows only to a tolerance, so they are
+  *audited*: the point is repaired into an exactly eps-mDP mechanism (its loss is the certified
+  upper bound) and HiGHS's duals give a weak-duality bound that holds however inexact they are
+  (:func:`~dpmodels.metricdp.lp.safe_lower_bound`).  A point that is not repaired and audited is
+  never called certified;
+* ``mdp_ipm``: the structured interior point (certified bounds every iteration);
+* ``mdp_benders``: Benders over a k-m-DV partition with M = N / 20 blocks (the paper's 25 at
+  N = 500).
+
+Each run goes to the certified relative gap 1e-3; the seconds at which the certified bounds
+first met each stopping rule are read from the run's history: the paper's absolute gap 0.01
+and the relative gap 1e-3, side by side.  A HiGHS method meets a rule at its run time if its
+audited gap meets it, else never.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+from dpmodels.core.errors import DataValidationError
+
+__all__ = ["SWEEP_METHODS", "RULES", "grid_shape", "sweep_run", "run_sweep", "sweep_table", "plot_sweep"]
+
+SWEEP_METHODS = ("highs-simplex", "highs-ipm", "highs-pdlp", "mdp_ipm", "mdp_benders")
+#: Stopping rules compared: the paper's absolute gap 0.01 and a certified relative gap.
+RULES = {"abs 0.01": ("absolute", 0.01), "rel 1e-3": ("relative", 1e-3)}
+#: Seconds a child may run past its time limit (instance, audit, imports) before it is stopped.
+CHILD_MARGIN = 180.0
+
+
+def grid_shape(n: int) -> tuple[int, int]:
+    """``rows x cols = n`` with ``rows <= cols <= 4 rows``, as square as possible; else an error."""
+    if n < 4:
+        raise DataValidationError("--sweep-n", f"N must be at least 4, got {n}")
+    rows = max(r for r in range(1, math.isqrt(n) + 1) if n % r == 0)
+    if n // rows > 4 * rows:
+        raise DataValidationError(
+            "--sweep-n", f"N = {n} is no grid of rows x cols with cols <= 4 rows (e.g. 250, 500, 1000, 2000)"
+        )
+    return rows, n // rows
+
+
+# ---------------------------------------------------------------------- one run (in a child)
+def sweep_run(method: str, n: int, epsilon: float, time_limit: float, seed: int = 0) -> dict:
+    """Build the N-record grid and run ``method`` on it in this process; seconds, peak memory,
+    certified bounds and the seconds at which each stopping rule was met."""
+    import dpmodels.instances as instances
+
+    rows, cols = grid_shape(n)
+    inst = instances.generate("mdp/grid", seed=seed, rows=rows, cols=cols, K=min(100, n), epsilon=epsilon)
+    out = {"eps": epsilon, "N": n, "grid": f"{rows}x{cols}", "K": inst.K, "method": method}
+    out["mDP rows"] = inst.graph.n_pairs * inst.K
+    if method.startswith("highs-"):
+        out.update(_highs(inst, method.split("-")[1], time_limit))
+    elif method == "mdp_ipm":
+        out.update(_ipm(inst, time_limit))
+    elif method == "mdp_benders":
+        out.update(_benders(inst, time_limit))
+    else:
+        raise DataValidationError("--methods", f"unknown {method!r}; choose from {list(SWEEP_METHODS)}")
+    out["peak GB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    return out
+
+
+def _bounds(ub, lb) -> dict:
+    ok = ub is not None and lb is not None and np.isfinite(ub) and np.isfinite(lb)
+    return {
+        "certified UB": ub,
+        "certified LB": lb,
+        "abs gap": ub - lb if ok else None,
+        "rel gap": (ub - lb) / max(abs(ub), 1e-12) if ok else None,
+    }
+
+
+def _met(history: pd.DataFrame, offset: float) -> dict:
+    """Seconds at which the run's certified bounds first met each rule (None: never)."""
+    out = {}
+    for rule, (kind, tol) in RULES.items():
+        gap = history["best UB"] - history["LB"]
+        if kind == "relative":
+            gap = gap / history["best UB"].abs().clip(lower=1e-12)
+        hit = history.loc[gap <= tol, "elapsed s"]
+        out[f"s to {rule}"] = float(hit.iloc[0]) + offset if len(hit) else None
+    return out
+
+
+def _highs(inst, method: str, time_limit: float) -> dict:
+    from .lp import full_lp, safe_lower_bound
+    from .mechanism import expected_loss, is_exactly_mdp, repair
+
+    tick = time.perf_counter()
+    model = full_lp(inst, method=method, time_limit=time_limit)
+    res = model.solve(retry=False)
+    out = {"seconds": time.perf_counter() - tick, "status": res.status, "reported objective": res.objective}
+    tick = time.perf_counter()
+    ub = lb = None
+    if res.x is not None:  # the audit: repair to an exactly mDP mechanism, bound from the duals
+        z, _ = repair(inst, res.x.reshape(inst.N, inst.K))
+        ub = expected_loss(inst, z) if is_exactly_mdp(inst, z) else None
+        n = inst.N * inst.K
+        lb = safe_lower_bound(model, np.zeros(n), np.ones(n))
+    out.update(_bounds(ub, lb), **{"audit s": time.perf_counter() - tick})
+    for rule, (kind, tol) in RULES.items():
+        gap = out["abs gap"] if kind == "absolute" else out["rel gap"]
+        out[f"s to {rule}"] = out["seconds"] if gap is not None and gap <= tol else None
+    return out
+
+
+def _ipm(inst, time_limit: float) -> dict:
+    from .ipm import structured_ipm
+
+    structured_ipm(_tiny(inst.epsilon), max_iter=2, system="band")  # compile (or load) the kernels untimed
+    tick = time.perf_counter()
+    res = structured_ipm(inst, gap=1e-3, time_limit=time_limit)
+    out = {"seconds": time.perf_counter() - tick, "status": res.status, "iterations": res.iterations}
+    out.update(_bounds(res.upper_bound, res.lower_bound), **_met(res.history, 0.0))
+    out["Newton system"] = res.info["Newton system"]
+    return out
+
+
+def _benders(inst, time_limit: float) -> dict:
+    from .benders import benders
+    from .mechanism import expected_loss, is_exactly_mdp, repair
+    from .partition import partition
+
+    tick = time.perf_counter()
+    part = partition(inst, "k-m-DV", M=max(2, round(inst.N / 20)))
+    offset = time.perf_counter() - tick
+    res = benders(inst, part, gap=1e-3, time_limit=max(time_limit - offset, 1.0))
+    out = {"seconds": time.perf_counter() - tick, "status": res.status, "iterations": res.iterations}
+    ub = None
+    if res.z is not None:  # its incumbent, audited like every other point
+        z = res.z if is_exactly_mdp(inst, res.z) else repair(inst, res.z)[0]
+        ub = expected_loss(inst, z)
+    out.update(_bounds(ub, res.lower_bound), **_met(res.history, offset), blocks=part.M)
+    return out
+
+
+def _tiny(epsilon: float):
+    import dpmodels.instances as instances
+
+    return instances.generate("mdp/grid", seed=0, rows=4, cols=5, K=4, epsilon=min(epsilon, 2.0))
+
+
+def _in_child(method: str, n: int, epsilon: float, time_limit: float) -> dict:
+    code = (
+        "import json, warnings; warnings.simplefilter('ignore'); "
+        "from dpmodels.metricdp.bench_sweep import sweep_run; "
+        f"print(json.dumps(sweep_run({method!r}, {n!r}, {epsilon!r}, {time_limit!r}), default=float))"
+    )
+    base = {"eps": epsilon, "N": n, "method": method}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=time_limit + CHILD_MARGIN
+        )
+    except subprocess.TimeoutExpired:
+        return {**base, "status": f"stopped after {time_limit + CHILD_MARGIN:g} s"}
+    if proc.returncode != 0:
+        return {**base, "status": "error", "error": proc.stderr.strip().splitlines()[-1:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------- the sweep
+def run_sweep(
+    sizes,
+    epsilons=(10.0,),
+    methods=SWEEP_METHODS,
+    time_limit: float = 300.0,
+    json_path: str | None = None,
+    plot_path: str | None = None,
+) -> pd.DataFrame:
+    """Every (epsilon, N, method) in its own child process; prints each run as it ends, then the
+    table with both stopping rules side by side and each method's time over HiGHS simplex's."""
+    for n in sizes:
+        grid_shape(n)  # every size checked before the first run
+    print(f"mDP sweep (Fig. 6): 1 km grids, K = min(100, N), eta = 2 km, time limit {time_limit:g} s per run")
+    print(f"load before timing: {_load()}", flush=True)
+    runs = []
+    for eps in epsilons:
+        for n in sizes:
+            for method in methods:
+                r = _in_child(method, n, eps, time_limit)
+                runs.append(r)
+                print(f"  eps {eps:g} N {n:5d} {method:14s} {_line(r)}", flush=True)
+    print(f"load after: {_load()}")
+    frame = sweep_table(runs)
+    with pd.option_context("display.width", 220, "display.max_columns", 30):
+        print("\n" + frame.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump(runs, fh, indent=1, default=str)
+        print(f"wrote {json_path}")
+    if plot_path:
+        plot_sweep(frame, plot_path)
+        print(f"wrote {plot_path}")
+    return frame
+
+
+def _load() -> str:
+    import os
+
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg()) + f" on {os.cpu_count()} cores"
+
+
+def _fmt(v, spec: str = ".1f") -> str:
+    return "-" if v is None or (isinstance(v, float) and not np.isfinite(v)) else format(v, spec)
+
+
+def _line(r: dict) -> str:
+    if "seconds" not in r:
+        return f"{r['status']} {r.get('error', '')}"
+    return (
+        f"{r['status']:<14} {_fmt(r['seconds'])} s, peak {_fmt(r['peak GB'], '.2f')} GB, "
+        f"certified gap {_fmt(r['rel gap'], '.2e')} (abs {_fmt(r['abs gap'], '.2e')})"
+    )
+
+
+def sweep_table(runs: list[dict]) -> pd.DataFrame:
+    """One row per run: seconds, peak memory, certified gaps, and per rule the seconds to meet it
+    and the ratio to HiGHS simplex's (same epsilon and N) under the same rule."""
+    frame = pd.DataFrame(runs)
+    for col in ("seconds", "peak GB", "rel gap", "abs gap", *[f"s to {rule}" for rule in RULES]):
+        if col not in frame:
+            frame[col] = np.nan
+        frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    for rule in RULES:
+        ref = frame[frame.method == "highs-simplex"].set_index(["eps", "N"])[f"s to {rule}"]
+        keys = pd.MultiIndex.from_frame(frame[["eps", "N"]])
+        frame[f"x simplex ({rule})"] = frame[f"s to {rule}"].to_numpy() / ref.reindex(keys).to_numpy()
+    cols = ["eps", "N", "method", "status", "seconds", "peak GB", "rel gap", "abs gap"]
+    for rule in RULES:
+        cols += [f"s to {rule}", f"x simplex ({rule})"]
+    return frame[cols]
+
+
+def plot_sweep(frame: pd.DataFrame, path: str) -> None:
+    """Seconds to each stopping rule against N (log scale), one line per method and epsilon (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(RULES), figsize=(11, 4.2), sharey=True)
+    styles = ["-", "--", ":", "-."]
+    for ax, rule in zip(axes, RULES, strict=True):
+        for e, (eps, by_eps) in enumerate(frame.groupby("eps", sort=False)):
+            for m, (method, grp) in enumerate(by_eps.groupby("method", sort=False)):
+                ok = grp.dropna(subset=[f"s to {rule}"])
+                label, marker = f"{method} eps {eps:g}", "os^vD"[m % 5]
+                ax.plot(ok.N, ok[f"s to {rule}"], styles[e % 4], marker=marker, color=f"C{m}", label=label)
+        ax.set(xlabel="N (records)", yscale="log", title=f"certified {rule} (missing: not met)")
+    axes[0].set_ylabel("seconds")
+    axes[-1].legend(fontsize=7)
+    fig.suptitle("metric-DP perturbation LP: runtime vs N (Fig. 6)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

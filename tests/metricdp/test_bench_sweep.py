@@ -1,0 +1,57 @@
+"""``dpmodels bench mdp --sweep-n`` (the paper's Fig. 6) at tiny N: arguments, table, JSON, plot."""
+
+import json
+
+import pytest
+
+from dpmodels import cli
+from dpmodels.core.errors import DataValidationError
+from dpmodels.metricdp.bench_sweep import RULES, grid_shape, sweep_run, sweep_table
+
+
+@pytest.mark.parametrize(
+    "n, shape", [(250, (10, 25)), (500, (20, 25)), (1000, (25, 40)), (2000, (40, 50)), (12, (3, 4))]
+)
+def test_grid_shapes(n, shape):
+    assert grid_shape(n) == shape
+
+
+@pytest.mark.parametrize("n", [2, 13, 46])  # too small, prime, 2 x 23 (cols > 4 rows)
+def test_sizes_that_are_no_grid_are_refused(n):
+    with pytest.raises(DataValidationError, match="--sweep-n"):
+        grid_shape(n)
+
+
+def test_bad_sweep_arguments_fail_before_any_run(capsys, tmp_path):
+    assert cli.main(["bench", "mdp", "--sweep-n", "13"]) == 2
+    assert "--sweep-n" in capsys.readouterr().err
+    assert cli.main(["bench", "mdp", "--sweep-n", "0"]) == 2
+    assert cli.main(["bench", "mdp", "--sweep-n", "12", "--methods", "gurobi"]) == 2
+    assert cli.main(["bench", "mdp", "--sweep-n", "12", "--plot", str(tmp_path / "fig.jpg")]) == 2
+    assert "must end in .png" in capsys.readouterr().err
+    assert cli.main(["bench", "mdp", "--plot", str(tmp_path / "fig.png")]) == 2  # a plot needs the sweep
+    assert "--sweep-n" in capsys.readouterr().err
+
+
+def test_every_method_is_certified_in_process():
+    """One run per method on the 3 x 4 grid: every certified bracket holds the simplex optimum."""
+    runs = [sweep_run(m, 12, 2.0, 60.0) for m in ("highs-simplex", "highs-ipm", "highs-pdlp", "mdp_ipm", "mdp_benders")]
+    opt = runs[0]["reported objective"]
+    for r in runs:
+        assert r["certified LB"] <= opt + 1e-9 <= r["certified UB"] + 2e-9, r
+        assert r["rel gap"] <= 1e-3 and r["s to rel 1e-3"] is not None and r["peak GB"] > 0
+    table = sweep_table(runs)
+    for rule in RULES:
+        assert table.loc[table.method == "highs-simplex", f"x simplex ({rule})"].item() == 1.0
+
+
+def test_sweep_command_prints_both_rules_and_writes_json_and_plot(tmp_path, capsys):
+    report, png = tmp_path / "sweep.json", tmp_path / "fig6.png"
+    argv = ["bench", "mdp", "--sweep-n", "12", "--epsilon", "2", "--methods", "highs-simplex", "mdp_ipm"]
+    assert cli.main([*argv, "--time-limit", "60", "--json", str(report), "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "load before timing" in out and "s to abs 0.01" in out and "x simplex (rel 1e-3)" in out
+    runs = json.loads(report.read_text())
+    assert [(r["N"], r["method"]) for r in runs] == [(12, "highs-simplex"), (12, "mdp_ipm")]
+    assert all(r["rel gap"] <= 1e-3 for r in runs)
+    assert png.stat().st_size > 0
