@@ -163,13 +163,18 @@ def _run_compare(args) -> int:
         "#CV = consistency violations; seconds = post-processing time"
     )
     print(format_table7(table7(runs)))
+    _write_outputs(args, runs, lambda frame, path: plot_comparison(frame, path, title=data.name))
+    return 0
+
+
+def _write_outputs(args, runs, plot) -> None:
+    """``--csv``: one row per run; ``--plot``: ``plot(runs, path)``."""
     if args.csv:
         runs.to_csv(args.csv, index=False)
         report_written(args.csv)
     if args.plot:
-        plot_comparison(runs, args.plot, title=data.name)
+        plot(runs, args.plot)
         report_written(args.plot)
-    return 0
 
 
 def _table7_data(args) -> dict:
@@ -177,7 +182,7 @@ def _table7_data(args) -> dict:
     ``census.KEY`` / ``taxi.KEY`` for one)."""
     import dpmodels.instances as instances
 
-    from .compare import TABLE7_SHAPES
+    from .table7 import TABLE7_SHAPES
 
     given = {"--instance": args.instance != COMPARE_INSTANCE, "--csv-hierarchy": args.csv_hierarchy}
     given |= {"--csv-counts": args.csv_counts, "--csv-records": args.csv_records}
@@ -203,22 +208,13 @@ def _table7_data(args) -> dict:
 def _run_table7(args) -> int:
     import time
 
-    from .compare import (
-        DEFAULT_MECHANISMS,
-        MAY_VIOLATE,
-        TABLE7_SHAPES,
-        compare_shapes,
-        consistency_failures,
-        format_paper_table7,
-        paper_table7,
-        plot_figures,
-    )
+    from .compare import DEFAULT_MECHANISMS
+    from .table7 import TABLE7_SHAPES, compare_shapes, consistency_failures, plot_figures, report
 
     tick = time.perf_counter()
     mechanisms = args.mechanisms or list(DEFAULT_MECHANISMS)
     options = _mechanism_options(args, mechanisms)  # names checked before any data is drawn
     datasets = _table7_data(args)
-    runs_per_eps = args.runs or 1
     max_cells = TABLE7_QP_MAX_CELLS if args.qp_max_cells is None else args.qp_max_cells
     for name, data in datasets.items():
         cells = data.hierarchy.n_regions * data.N
@@ -227,7 +223,7 @@ def _run_table7(args) -> int:
     runs = compare_shapes(
         datasets,
         args.epsilon,
-        runs_per_eps,
+        args.runs or 1,
         mechanisms,
         qp_max_cells=max_cells or None,
         options=options,
@@ -236,69 +232,10 @@ def _run_table7(args) -> int:
         executor=args.executor,
         progress=not args.no_progress,
     )
-    table = paper_table7(runs)
-    print(
-        f"\nTable 7: L1 error per level (summed over the level's regions) and #CV, mean over {runs_per_eps} run(s) "
-        "per epsilon; each cell is ours (the paper's)"
-    )
-    print(format_paper_table7(table))
-    print("\npost-processing seconds (noise and JIT warm-up excluded), mean per run:")
-    print(_seconds_table(table))
-    _print_notes(runs, table, args, max_cells)
-    failures = consistency_failures(runs)
-    exempt = ", ".join(sorted(MAY_VIOLATE))
-    if len(failures):
-        shown = failures[["shape", "epsilon", "mechanism", "#CV"]].to_string(index=False)
-        print(f"\nFAILED: #CV > 0 for mechanisms that must be consistent:\n{shown}")
-    else:
-        print(f"\n#CV = 0 for every run of every mechanism but {exempt} (which may break consistency by design)")
+    print(report(runs, args.calibration, max_cells or None))
     print(f"wall time: {time.perf_counter() - tick:.0f} s")
-    if args.csv:
-        runs.to_csv(args.csv, index=False)
-        report_written(args.csv)
-    if args.plot:
-        plot_figures(runs, args.plot)
-        report_written(args.plot)
-    return 1 if len(failures) else 0
-
-
-def _seconds_table(table) -> str:
-    import pandas as pd
-
-    from .compare import TABLE7_SHAPES
-
-    wide = table.pivot(index=["epsilon", "mechanism"], columns="shape", values="seconds")
-    wide = wide.reindex(pd.MultiIndex.from_frame(table[["epsilon", "mechanism"]].drop_duplicates()))
-    wide = wide[[s for s in TABLE7_SHAPES if s in wide.columns]].rename(columns=lambda s: TABLE7_SHAPES[s].label)
-    wide.index.names = ["eps", "mechanism"]
-    wide.columns.name = None
-    return wide.map(lambda v: "not run" if pd.isna(v) else f"{v:.3g}").to_string()
-
-
-def _print_notes(runs, table, args, max_cells: int) -> None:
-    """Why a row has no numbers, and what our instances are."""
-    skipped = table[table["status"].str.contains("not run", na=False)]
-    if len(skipped):
-        names = ", ".join(dict.fromkeys(skipped["mechanism"]))
-        print(
-            f"\nnot run: {names} on shapes above --qp-max-cells {max_cells:,} (Pyomo model + generic QP/QIP solver; "
-            "at the census shape one Model 1-R solve took 3-5 min and 7.6 GB here); --qp-max-cells 0 runs them"
-        )
-    unsolved = runs[runs["L1 total"].isna() & ~runs["status"].str.contains("not run", na=False)]
-    for _, row in unsolved.iterrows():
-        print(
-            f"no solution: {row['mechanism']} at eps {row['epsilon']:g} on {row['shape']} (run {row['run']}): "
-            f"{row['solver']} ended {row['termination'] or row['status']}"
-        )
-    print(
-        "our data are synthetic stand-ins of the paper's shapes (census_like, taxi_like), so magnitudes differ: "
-        "on Taxi-like an L1 per level is at most 2G"
-    )
-    if args.calibration == "sound" and "M_c^ch" in set(table["mechanism"]):
-        print(
-            "M_c^ch: sound chain noise L|R_l|/eps (|R_l| times the paper's L/eps, which is not eps-DP; "
-            "--calibration paper reproduces the paper's)"
-        )
+    _write_outputs(args, runs, plot_figures)
+    return 1 if len(consistency_failures(runs)) else 0
 
 
 # ---------------------------------------------------------------------- bench
