@@ -155,3 +155,16 @@ def test_a_run_without_solution_has_no_metrics_rather_than_zero_violations():
     assert row["status"] == "noSolution" and row["termination"] == "maxTimeLimit"
     assert np.isnan(row["#CV"]) and np.isnan(row["L1 total"])
     assert _cell(row["#CV"], 1966, row["status"], "{:,.0f}") == "no solution"
+
+
+@pytest.mark.slow
+def test_full_census_shape_every_consistent_mechanism_has_no_violation():
+    """The default --table7 census shape (3,197 regions x N = 1,000, G = 1.18e8) at eps = 0.1, where
+    the noise is widest: every mechanism but the rounded relaxations is consistent, faithful,
+    non-negative and integral (about 20 s and 1 GB)."""
+    from dpmodels.instances.pgsr import census_like
+
+    runs = compare_shapes({"census": census_like(seed=0)}, [0.1], 1, ["M_H^dp", "M_c^dp", "M_c^ch", "TopDown"], seed=4)
+    assert runs["L1 total"].notna().all()
+    for col in ("#CV", "#faithfulness", "#negative", "#non-integral"):
+        assert (runs[col] == 0).all(), col
