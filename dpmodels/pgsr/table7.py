@@ -6,8 +6,9 @@ against epsilon, Census left and Taxi right.  ``compare_shapes`` runs
 :func:`~dpmodels.pgsr.compare.compare_mechanisms` on our stand-ins of both data sets
 (:data:`TABLE7_SHAPES`) with the same budgets, ``paper_table7`` puts our mean errors in the
 paper's units beside the paper's numbers (:data:`PAPER_TABLE7`), ``format_paper_table7`` prints
-that layout, ``seconds_table`` and ``notes`` say what each mechanism cost and why a row has no
-numbers, and ``plot_figures`` draws both figures.  ``dpmodels compare pgsr --table7`` runs it.
+that layout, ``report`` adds what each mechanism cost (``seconds_table``), why a row has no
+numbers and the #CV check, and ``plot_figures`` draws both figures.  ``dpmodels compare pgsr
+--table7`` runs it all.
 """
 
 from __future__ import annotations
