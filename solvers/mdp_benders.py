@@ -3,10 +3,10 @@
 ``SolverFactory('mdp_benders').solve(full_model, partition="k-m-DV", blocks=6)`` decomposes
 the model built by :func:`~dpmodels.metricdp.models.build_full_lp` over a record partition:
 a persistent HiGHS master over the boundary records, one subproblem per block, multi-cut,
-the subproblem solves of an iteration through ``executor``.  The incumbent (best upper
-bound, repaired to an exactly eps-mDP mechanism and re-audited) is loaded into the model;
-the last lower bound is the ``objective_bound``; the per-iteration history is
-``results.extra_info.history``.
+the subproblem solves of an iteration through ``executor``, and a primal recovery near the
+master's point (``recovery``).  The incumbent (best upper bound, repaired to an exactly eps-mDP
+mechanism and re-audited) is loaded into the model; the last lower bound is the
+``objective_bound``; the per-iteration history is ``results.extra_info.history``.
 
 ``blocks`` defaults to ``default_blocks(N)`` = ``min(25, max(1, N // 20))``: the paper's 25 blocks
 for its 500 records (about 20 records a block), fewer for smaller models (one block, no
@@ -68,6 +68,13 @@ class MDPBendersSolver(StructureSolver):
             In(["lazy", "all", "two-hop", "none"]),
         ),
         Option("stabilize", 0.5, "in-out weight of the master's point in the separation point (1: plain Kelley)"),
+        Option(
+            "recovery",
+            "segment",
+            "primal recovery: segment (search between the master's point and the uniform rows for an exactly mDP "
+            "incumbent, its cuts added) or none (only the separation point's mechanism)",
+            In(["segment", "none"]),
+        ),
         Option("executor", None, "for the subproblem solves"),
     )
     honours_time_limit = True
