@@ -33,9 +33,9 @@ COMPARE_INSTANCE = "pgsr/taxi-like"
 #: The built-in default: the taxi-like shape at a tenth of its groups (a newcomer's first run).
 COMPARE_SETTINGS = {"scale": 0.1}
 #: ``--table7``: the largest shape (regions x sizes) on which the Pyomo QP/QIP mechanisms run by
-#: default.  At the full census shape (3.2 million cells) one Model 1-R solve through Pyomo and
-#: Clarabel took 3-5 minutes and 7.6 GB here (Model 2-R longer), so the three budgets of M_H^r
-#: and M_c^r alone would take over 20 minutes; ``--qp-max-cells 0`` runs them anyway.
+#: default.  At the full census shape (3.2 million cells) the six solves of M_H^r and M_c^r through
+#: Pyomo and Clarabel took 1,931 s and 12.4 GB here (146-492 s each), three times the ten minutes
+#: the whole table may take; ``--qp-max-cells 0`` runs them anyway.
 TABLE7_QP_MAX_CELLS = 1_000_000
 
 
@@ -98,7 +98,7 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"with --table7: the largest shape (regions x sizes) on which M_H^r, M_c^r, M_H and M_c (Pyomo models "
         f"on a generic solver) run; on larger shapes their rows say 'not run' (default {TABLE7_QP_MAX_CELLS:,}; "
-        "0 = no limit; one Model 1-R solve at the census shape took 3-5 min and 7.6 GB here)",
+        "0 = no limit; each of them took 146-492 s and up to 12 GB at the census shape here)",
     )
     add_executor(p)
     add_outputs(p, csv="one row per run", plot="error and time against epsilon (with --table7: Figs. 8-9)")

@@ -222,8 +222,8 @@ def report(runs: pd.DataFrame, calibration: str = "sound", qp_max_cells: int | N
     if len(skipped):
         lines.append(
             f"not run: {', '.join(dict.fromkeys(skipped['mechanism']))} on shapes above --qp-max-cells "
-            f"{qp_max_cells:,} (Pyomo model + generic QP/QIP solver; at the census shape one Model 1-R solve took "
-            "3-5 min and 7.6 GB here); --qp-max-cells 0 runs them"
+            f"{qp_max_cells:,} (a Pyomo model on a generic QP/QIP solver: at the census shape each M_H^r or M_c^r "
+            "run took 146-492 s and up to 12 GB here); --qp-max-cells 0 runs them"
         )
     unsolved = runs[runs["L1 total"].isna() & ~runs["status"].str.contains("not run", na=False)]
     lines += [
