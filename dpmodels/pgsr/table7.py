@@ -41,8 +41,10 @@ __all__ = [
 #: Mechanisms whose release may break consistency by design (a relaxation rounded cell by cell);
 #: every other mechanism's #CV must be 0.
 MAY_VIOLATE = frozenset({"M_H^r", "M_c^r"})
-#: Mechanisms that solve a Pyomo QP or QIP on a generic solver (their cost grows with the model).
+#: Mechanisms that solve a Pyomo QP or QIP on a generic solver (their cost grows with the model),
+#: unless their ``solver`` option is one that works on the plain data.
 GENERIC_SOLVER = frozenset({"M_H", "M_H^r", "M_c", "M_c^r"})
+PLAIN_DATA_SOLVERS = frozenset({"pgsr_relax"})
 
 #: Table 7 of the paper (spec 6.5): per (epsilon, mechanism) the L1 error of levels 1-3 and #CV,
 #: Taxi's errors in units of 1e4 and Census's in units of 1e3.
@@ -102,14 +104,15 @@ def compare_shapes(
     **compare_options,
 ) -> pd.DataFrame:
     """:func:`compare_mechanisms` on every data set (keyed by shape name), one frame with a
-    ``shape`` column.  A generic-solver mechanism (:data:`GENERIC_SOLVER`) on a data set with
-    more than ``qp_max_cells`` cells (regions x sizes) is not run: it gets one row per epsilon
-    whose status says so, and the table shows it instead of dropping it."""
+    ``shape`` column.  A mechanism that solves a Pyomo model on a generic solver
+    (:data:`GENERIC_SOLVER`, unless its ``solver`` option works on the plain data) on a data set
+    with more than ``qp_max_cells`` cells (regions x sizes) is not run: it gets one row per
+    epsilon whose status says so, and the table shows it instead of dropping it."""
     options = dict(options or {})
     frames = []
     for name, data in datasets.items():
         cells = data.hierarchy.n_regions * data.N
-        skip = [m for m in mechanisms if m in GENERIC_SOLVER and qp_max_cells and cells > qp_max_cells]
+        skip = [m for m in mechanisms if _builds_model(m, options) and qp_max_cells and cells > qp_max_cells]
         ran = [m for m in mechanisms if m not in skip]
         frame = compare_mechanisms(
             data, epsilons, runs, ran, options={m: options[m] for m in ran if m in options}, **compare_options
@@ -122,6 +125,11 @@ def compare_shapes(
     return runs_frame.sort_values(
         keys, key=lambda c: c.map(order[c.name]) if c.name in order else c, kind="stable"
     ).reset_index(drop=True)
+
+
+def _builds_model(mechanism: str, options: dict) -> bool:
+    """Whether ``mechanism`` with these options solves a Pyomo model on a generic solver."""
+    return mechanism in GENERIC_SOLVER and options.get(mechanism, {}).get("solver") not in PLAIN_DATA_SOLVERS
 
 
 def _with_placeholders(frame: pd.DataFrame, skipped, epsilons, reason: str, levels: int) -> pd.DataFrame:
@@ -231,6 +239,9 @@ def report(runs: pd.DataFrame, calibration: str = "sound", qp_max_cells: int | N
         f"{r['solver']} ended {r['termination'] or r['status']}"
         for _, r in unsolved.iterrows()
     ]
+    used = runs.dropna(subset=["solver"]).drop_duplicates("mechanism")
+    pairs = zip(used["mechanism"], used["solver"], strict=True)
+    lines.append("post-processed by: " + ", ".join(f"{m} {s}" for m, s in pairs))
     lines.append(
         "our data are synthetic stand-ins of the paper's shapes (census_like, taxi_like), so magnitudes differ: "
         "on Taxi-like an L1 per level is at most 2G"

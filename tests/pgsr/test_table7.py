@@ -78,16 +78,33 @@ def test_table7_reports_times_and_draws_figures_8_and_9(table7_run):
 
 
 def test_rows_of_a_shape_above_the_qp_cell_limit_are_marked_not_dropped(capsys):
+    """M_c^r (a Pyomo model on Clarabel) is not run above the limit and says so; M_H^r runs on the
+    plain data (pgsr_relax) under --table7, so the limit does not apply to it."""
     code = main(
         ["compare", "pgsr", "--table7", *TINY, "--epsilon", "1", "--shapes", "taxi", "--qp-max-cells", "100"]
-        + ["--mechanisms", "M_H^r", "TopDown", "--no-progress"]
+        + ["--mechanisms", "M_H^r", "M_c^r", "TopDown", "--no-progress"]
     )
     out = capsys.readouterr().out
     assert code == 0
-    row = next(ln for ln in out.splitlines() if ln.startswith("1.0 M_H^r"))
+    row = next(ln for ln in out.splitlines() if re.match(r"^\s+M_c\^r\s", ln))
     assert row.count("not run") == 4  # Lev 1-3 and #CV
-    assert "not run: M_H^r on shapes above --qp-max-cells 100" in out
+    assert "not run: M_c^r on shapes above --qp-max-cells 100" in out
+    assert "not run" not in next(ln for ln in out.splitlines() if ln.startswith("1.0 M_H^r"))
+    assert "post-processed by: M_H^r pgsr_relax, TopDown topdown_baseline" in out
     assert "Census-like" not in out.split("Table 7")[1]  # --shapes taxi
+
+
+def test_m_h_r_under_table7_is_model_1r_on_the_plain_data_and_equals_clarabel(capsys):
+    """The same noise, M_H^r by pgsr_relax (the --table7 default) and by Clarabel on the Pyomo model:
+    the same release up to the rounding of cells Clarabel leaves within 1e-6 of a half."""
+    base = ["compare", "pgsr", "--table7", *TINY, "--epsilon", "1", "--mechanisms", "M_H^r", "--no-progress"]
+    runs = {}
+    for solver in ("pgsr_relax", "clarabel"):
+        assert main([*base, "--qp-solver", solver]) == 0
+        runs[solver] = capsys.readouterr().out
+    assert "M_H^r pgsr_relax" in runs["pgsr_relax"] and "M_H^r clarabel" in runs["clarabel"]
+    line = {k: next(ln for ln in v.splitlines() if ln.startswith("1.0 M_H^r")) for k, v in runs.items()}
+    assert line["pgsr_relax"] == line["clarabel"]
 
 
 def test_paper_numbers_are_the_spec_table():
@@ -132,6 +149,8 @@ def test_compare_shapes_runs_each_data_set_on_the_same_budgets():
         (["--table7", "--qp-max-cells", "-1"], "--qp-max-cells: expected an integer >= 0"),
         (["--shapes", "census"], "--shapes: only applies with --table7"),
         (["--qp-max-cells", "10"], "--qp-max-cells: only applies with --table7"),
+        (["--table7", "--qp-solver", "pgsr_relax", "--mechanisms", "M_c^r"], "pgsr_relax solves Model 1-R only"),
+        (["--table7", "--time-limit", "60"], "takes no --time-limit; choose clarabel"),
     ],
 )
 def test_bad_table7_input_fails_before_any_work(argv, message, capsys, tmp_path, monkeypatch):
