@@ -10,8 +10,9 @@ Two interchangeable systems (same methods, same answers up to rounding):
   compiled kernels of :mod:`~dpmodels.metricdp.ipm_band`: ``K N^2 b`` flops and ``K N b``
   memory.  The Schur complement stays dense (it is: every ``H_k^-1`` is).
 
-:func:`newton_system` picks one: the band when ``4 (b + 1) <= N`` (where it measured faster),
-else dense.
+:func:`newton_system` picks one: the band when ``4 (b + 1) <= N``, else dense (on 1 km grids
+at eps = 1 the band took 0.4 / 3.9 / 10.6 CPU seconds where dense took 0.7 / 45 / 312 at
+N = 80 / 250 / 500, the machine shared).
 """
 
 from __future__ import annotations
