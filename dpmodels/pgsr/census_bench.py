@@ -46,11 +46,21 @@ def _cumulative(method: str, domains: str) -> Callable:
     return run
 
 
+class TablesTooLarge(RuntimeError):
+    """The paper's table DP would exceed its table budget; the run is skipped, not attempted."""
+
+
 def _chain(method: str, domains: str) -> Callable:
     def run(noisy):
-        from .chain_dp import solve_chain
+        from .chain_dp import TABLE_BUDGET, solve_chain
 
-        return solve_chain(noisy, domains, on_infeasible="widen", method=method)
+        sol = solve_chain(noisy, domains, on_infeasible="widen", method="auto" if method == "dp" else method)
+        if method == "dp" and sol.info["method"] != "dp":
+            raise TablesTooLarge(
+                f"skipped: the chain tables would hold {sol.info['table_entries']:,} entries "
+                f"(> budget {TABLE_BUDGET:,}); PAVA solves this model"
+            )
+        return sol
 
     return run
 
@@ -133,7 +143,9 @@ def census_table(runs: list[dict]) -> str:
     ]
     for r in runs:
         if "error" in r:
-            lines.append(f"{r['epsilon']:7g}  {r['variant']:26s} FAILED: {r['error'].splitlines()[-1]}")
+            last = r["error"].splitlines()[-1] if r["error"] else "no output"
+            shown = last.split(": ", 1)[1] if "TablesTooLarge" in last else f"FAILED: {last}"
+            lines.append(f"{r['epsilon']:7g}  {r['variant']:26s} {shown}")
             continue
         l1 = "/".join(f"{v:,.0f}" for v in r["L1 per level"])
         lines.append(
