@@ -89,7 +89,10 @@ def _bounds(ub, lb) -> dict:
 
 
 def _met(history: pd.DataFrame, offset: float) -> dict:
-    """Seconds at which the run's certified bounds first met each rule (None: never)."""
+    """Seconds at which the run's certified bounds first met each rule (None: never, or no
+    iteration finished)."""
+    if history.empty or not {"best UB", "LB", "elapsed s"} <= set(history.columns):
+        return {f"s to {rule}": None for rule in RULES}
     out = {}
     for rule, (kind, tol) in RULES.items():
         gap = history["best UB"] - history["LB"]

@@ -55,3 +55,15 @@ def test_sweep_command_prints_both_rules_and_writes_json_and_plot(tmp_path, caps
     assert [(r["N"], r["method"]) for r in runs] == [(12, "highs-simplex"), (12, "mdp_ipm")]
     assert all(r["rel gap"] <= 1e-3 for r in runs)
     assert png.stat().st_size > 0
+
+
+def test_rule_times_come_from_the_history_and_an_empty_history_meets_none():
+    """A Benders run that finishes no iteration in its time limit has an empty history (measured:
+    eps = 1, N = 1,000): no rule met, not a crash."""
+    import pandas as pd
+
+    from dpmodels.metricdp.bench_sweep import _met
+
+    assert _met(pd.DataFrame([]), 0.0) == {"s to abs 0.01": None, "s to rel 1e-3": None}
+    history = pd.DataFrame({"best UB": [2.0, 1.005, 1.0005], "LB": [0.5, 1.0, 1.0], "elapsed s": [1.0, 2.0, 3.0]})
+    assert _met(history, 0.5) == {"s to abs 0.01": 2.5, "s to rel 1e-3": 3.5}
