@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpmodels.core.errors import InfeasibleDomainError
 from dpmodels.core.hierarchy import Hierarchy
 
 from . import relax_kernels
@@ -41,8 +42,6 @@ def relaxed_values(noisy: NoisyGroupSizes, domains="full") -> np.ndarray:
     dom = domains if isinstance(domains, Domains) else resolve_domains(noisy, domains)
     reason = hierarchical_infeasibility(noisy, dom)
     if reason is not None:
-        from dpmodels.core.errors import InfeasibleDomainError
-
         raise InfeasibleDomainError("domains", reason)
     h = noisy.hierarchy
     lo, hi = (b.astype(np.float64) for b in hierarchical_feasible_interval(h, dom))

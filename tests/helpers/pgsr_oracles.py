@@ -1,4 +1,5 @@
-"""Independent oracles for PGSR tests: brute-force enumeration and min-plus convolution.
+"""Independent oracles for PGSR tests: brute-force enumeration and min-plus convolution, and the
+small random instances they are run on.
 
 Models 1, 2 and 3 share one feasible set in n-space (spec 3.4, 3.7): integer, non-negative,
 consistent counts whose root sums to G.  Enumerating every way to place G groups over the
@@ -11,6 +12,8 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from dpmodels.instances.pgsr import random_tree
+from hypothesis import strategies as st
 
 from dpmodels.pgsr.data import chain_cumulative, cumulative
 
@@ -61,3 +64,24 @@ def min_plus(tables_lo, tables) -> tuple[int, np.ndarray]:
             out[i : i + len(t)] = np.minimum(out[i : i + len(t)], a + t)
         result = out
     return lo, result
+
+
+@st.composite
+def small_instances(draw):
+    """A random tree (<= 6 leaves), N <= 3, G <= 4, integer noise in [-2, G + 2]."""
+    seed = draw(st.integers(0, 10**6))
+    depth = draw(st.integers(1, 3))
+    data = random_tree(
+        seed=seed,
+        depth=depth,
+        branching=(1, 2 if depth == 3 else 3),
+        N=draw(st.integers(1, 3)),
+        G=draw(st.integers(0, 4)),
+    )
+    noise = draw(st.lists(st.integers(-2, data.G + 2), min_size=data.counts.size, max_size=data.counts.size))
+    return data, np.array(noise, dtype=float).reshape(data.counts.shape)
+
+
+def consistent(h, counts, G) -> bool:
+    """Non-negative, every parent the sum of its children, the root summing to G."""
+    return (counts >= 0).all() and not h.consistency_residual(counts).any() and counts[0].sum() == G

@@ -1,11 +1,10 @@
 """The price oracle of Model 1 against brute force, the table DP and the window solver."""
 
-import numpy as np
 import pytest
 from dpmodels.instances.pgsr import random_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pgsr_oracles import brute_force
+from pgsr_oracles import brute_force, consistent, small_instances
 from pgsr_prices import solve_by_prices
 
 from dpmodels.core.errors import DataValidationError
@@ -16,26 +15,6 @@ from dpmodels.pgsr.mechanism import measure
 from dpmodels.pgsr.window_dp import solve_exact
 
 
-@st.composite
-def small_instances(draw):
-    """A random tree (<= 6 leaves), N <= 3, G <= 4, integer noise in [-2, G + 2]."""
-    seed = draw(st.integers(0, 10**6))
-    depth = draw(st.integers(1, 3))
-    data = random_tree(
-        seed=seed,
-        depth=depth,
-        branching=(1, 2 if depth == 3 else 3),
-        N=draw(st.integers(1, 3)),
-        G=draw(st.integers(0, 4)),
-    )
-    noise = draw(st.lists(st.integers(-2, data.G + 2), min_size=data.counts.size, max_size=data.counts.size))
-    return data, np.array(noise, dtype=float).reshape(data.counts.shape)
-
-
-def _consistent(h, counts, G) -> bool:
-    return (counts >= 0).all() and not h.consistency_residual(counts).any() and counts[0].sum() == G
-
-
 @given(small_instances())
 def test_prices_reach_the_brute_force_optimum(instance):
     data, values = instance
@@ -43,7 +22,7 @@ def test_prices_reach_the_brute_force_optimum(instance):
     best, optima = brute_force(data.hierarchy, values, data.G, "hierarchical")
     assert objective == pytest.approx(best, abs=1e-9)
     assert any((counts == o).all() for o in optima)
-    assert _consistent(data.hierarchy, counts, data.G)
+    assert consistent(data.hierarchy, counts, data.G)
 
 
 @settings(max_examples=40, deadline=None)
@@ -60,7 +39,7 @@ def test_prices_equal_the_table_dp_on_full_and_truncated_domains(seed, depth, N,
     counts, objective = solve_by_prices(noisy, truncated)
     assert objective == pytest.approx(solve_hierarchical(noisy, truncated).objective, abs=1e-9)
     assert full <= objective + 1e-9
-    assert _consistent(data.hierarchy, counts, data.G) and _consistent(data.hierarchy, full_counts, data.G)
+    assert consistent(data.hierarchy, counts, data.G) and consistent(data.hierarchy, full_counts, data.G)
     assert (counts >= truncated.lo).all() and (counts <= truncated.hi).all()
 
 

@@ -6,7 +6,7 @@ import pytest
 from dpmodels.instances.pgsr import random_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pgsr_oracles import brute_force
+from pgsr_oracles import brute_force, consistent, small_instances
 
 from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.core.facade import solve
@@ -21,32 +21,12 @@ from dpmodels.pgsr.window_dp import _window_optimum, exchange_gain, solve_exact,
 
 
 @st.composite
-def small_instances(draw):
-    """A random tree (<= 6 leaves), N <= 3, G <= 4, integer noise in [-2, G + 2]."""
-    seed = draw(st.integers(0, 10**6))
-    depth = draw(st.integers(1, 3))
-    data = random_tree(
-        seed=seed,
-        depth=depth,
-        branching=(1, 2 if depth == 3 else 3),
-        N=draw(st.integers(1, 3)),
-        G=draw(st.integers(0, 4)),
-    )
-    noise = draw(st.lists(st.integers(-2, data.G + 2), min_size=data.counts.size, max_size=data.counts.size))
-    return data, np.array(noise, dtype=float).reshape(data.counts.shape)
-
-
-@st.composite
 def measured_instances(draw):
     """Deeper trees and larger G than brute force reaches, measured with the mechanism's noise."""
     seed = draw(st.integers(0, 10**6))
     data = random_tree(seed=seed, depth=draw(st.integers(2, 4)), N=draw(st.integers(1, 4)), G=draw(st.integers(2, 40)))
     noisy, _ = measure(data, draw(st.sampled_from([0.2, 1.0, 3.0])), "counts", rng=seed)
     return data, noisy
-
-
-def _consistent(h, counts, G) -> bool:
-    return (counts >= 0).all() and not h.consistency_residual(counts).any() and counts[0].sum() == G
 
 
 @given(small_instances())
@@ -56,7 +36,7 @@ def test_equals_the_brute_force_optimum(instance):
     best, optima = brute_force(data.hierarchy, values, data.G, "hierarchical")
     assert sol.objective == pytest.approx(best, abs=1e-9)
     assert any((sol.counts == o).all() for o in optima)
-    assert _consistent(data.hierarchy, sol.counts, data.G)
+    assert consistent(data.hierarchy, sol.counts, data.G)
     assert sol.info["certificate gain"] >= 0
 
 
@@ -70,7 +50,7 @@ def test_equals_the_table_dp_and_full_is_never_above_truncated(instance):
     sol = solve_exact(noisy, truncated)
     assert sol.objective == pytest.approx(solve_hierarchical(noisy, truncated).objective, abs=1e-9)
     assert full.objective <= sol.objective + 1e-9
-    assert _consistent(data.hierarchy, sol.counts, data.G) and _consistent(data.hierarchy, full.counts, data.G)
+    assert consistent(data.hierarchy, sol.counts, data.G) and consistent(data.hierarchy, full.counts, data.G)
     assert (sol.counts >= truncated.lo).all() and (sol.counts <= truncated.hi).all()
 
 
