@@ -21,7 +21,8 @@ strictly primal feasible at the uniform mechanism.
 
 Every iteration is *certified*: the upper bound is the loss of an exactly eps-mDP mechanism
 (the iterate made stochastic and mixed with the uniform mechanism just enough to satisfy
-every mDP row of the original graph, :func:`~dpmodels.metricdp.mechanism.repair`), and the
+every mDP row of the original graph, :func:`~dpmodels.metricdp.mechanism.repair`; near the
+end also the iterate purified to a near-vertex, :mod:`~dpmodels.metricdp.ipm_recovery`), and the
 lower bound is the weak-duality bound ``sum_i min_k (C_hat + G'u)[i, k]`` of the clipped
 multipliers ``u >= 0``, valid for any u (:func:`dual_bound`).  The run stops when the
 certified relative gap is below ``gap``.
@@ -44,6 +45,7 @@ from dpmodels.core.errors import DataValidationError
 
 from .data import MDPGraph, MDPInstance
 from .ipm_linalg import NumericalBreakdown, Rows, newton_system
+from .ipm_recovery import PURIFY_BELOW, purify
 from .ipm_step import mehrotra_step, start
 from .mechanism import repair
 
@@ -140,7 +142,7 @@ def structured_ipm(
     newton = newton_system(rows, K, system)
     c = np.ascontiguousarray(instance.weighted_cost.T)  # K x N, output-major
     state = start(c, rows, K)
-    best = {"ub": np.inf, "lb": -np.inf, "z": None, "u": None, "y": None}
+    best = {"ub": np.inf, "lb": -np.inf, "z": None, "u": None, "y": None, "source": None}
     history, status = [], "max_iter"
     for it in range(1, max_iter + 1):
         if time_limit is not None and time.perf_counter() - start_time > time_limit:
@@ -183,7 +185,18 @@ def structured_ipm(
     )
 
 
-HISTORY = ("iteration", "LB", "best UB", "gap", "mu", "primal step", "dual step", "uniform weight in repair")
+HISTORY = (
+    "iteration",
+    "LB",
+    "best UB",
+    "gap",
+    "UB from",
+    "purified UB",
+    "mu",
+    "primal step",
+    "dual step",
+    "uniform weight in repair",
+)
 
 
 def _frame(history: list[dict]) -> pd.DataFrame:
@@ -194,16 +207,28 @@ def _frame(history: list[dict]) -> pd.DataFrame:
 
 def _certify(instance: MDPInstance, c: np.ndarray, rows: Rows, state, best: dict) -> dict:
     """Both certificates of an iterate, kept in ``best`` when they improve it: the loss of the
-    repaired (exactly eps-mDP) mechanism, and the weak-duality bound of the clipped multipliers."""
-    x, _, u, _, _ = state
+    repaired (exactly eps-mDP) mechanism -- the iterate's, and near the end its purified point's
+    (:func:`~dpmodels.metricdp.ipm_recovery.purify`) -- and the weak-duality bound of the clipped
+    multipliers."""
+    x, _, u, _, zx = state
     u_plus = np.maximum(u, 0.0)
     y_cert = _row_duals(c, rows.apply_t(u_plus))
     lb = float(y_cert.sum())
-    z, t_mix = repair(instance, x.T)
-    ub = float((instance.weighted_cost * z).sum())
-    if ub < best["ub"]:
-        best.update(ub=ub, z=z)
     if lb > best["lb"]:
         best.update(lb=lb, u=u_plus, y=y_cert)
-    rel = (best["ub"] - best["lb"]) / max(abs(best["ub"]), 1e-12)
-    return {"LB": best["lb"], "best UB": best["ub"], "gap": rel, "uniform weight in repair": t_mix}
+    z, t_mix = repair(instance, x.T)
+    row = {"uniform weight in repair": t_mix, "purified UB": np.nan}
+    _offer(best, z, float((instance.weighted_cost * z).sum()), "iterate")
+    if _relative_gap(best) <= PURIFY_BELOW:
+        z, row["purified UB"], _ = purify(instance, x, zx)
+        _offer(best, z, row["purified UB"], "purified")
+    return {"LB": best["lb"], "best UB": best["ub"], "gap": _relative_gap(best), "UB from": best["source"], **row}
+
+
+def _offer(best: dict, z: np.ndarray, ub: float, source: str) -> None:
+    if ub < best["ub"]:
+        best.update(ub=ub, z=z, source=source)
+
+
+def _relative_gap(best: dict) -> float:
+    return (best["ub"] - best["lb"]) / max(abs(best["ub"]), 1e-12)

@@ -10,6 +10,7 @@ refinement cost a solve each, not a factorisation.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from .ipm_linalg import Rows
 
@@ -22,8 +23,22 @@ def _amax(a) -> float:
 
 def _max_step(v: np.ndarray, dv: np.ndarray) -> float:
     """Largest step in [0, 1/0.99] keeping ``v + step dv >= 0``."""
-    neg = dv < 0
-    return float(min(1.0 / 0.99, (-v[neg] / dv[neg]).min())) if neg.any() else 1.0 / 0.99
+    return min(1.0 / 0.99, _ratio_test(v, dv))
+
+
+@njit(cache=True)
+def _ratio_test(v, dv):
+    """``min(-v / dv)`` over ``dv < 0`` (inf if none) for 2-D arrays of any memory order, in one
+    pass: the masked numpy version allocated four temporaries of up to 1.5 million entries per
+    call, 5 ms each at N = 2,000."""
+    best = np.inf
+    for i in range(v.shape[0]):
+        for j in range(v.shape[1]):
+            if dv[i, j] < 0.0:
+                r = -v[i, j] / dv[i, j]
+                if r < best:
+                    best = r
+    return best
 
 
 def _newton(c, rows: Rows, state, system, rx, rs, refine: int = 3):

@@ -5,6 +5,7 @@ import pyomo.environ as pyo
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from mdp_cases import random_instance
 from pyomo.contrib.solver.common.factory import SolverFactory
 
 from dpmodels.core.errors import DataValidationError, ModelStructureError, SolverOptionError
@@ -13,20 +14,6 @@ from dpmodels.metricdp.ipm import dual_bound, essential_pairs, structured_ipm
 from dpmodels.metricdp.lp import full_lp
 from dpmodels.metricdp.mechanism import max_mdp_violation, repair, row_sum_error
 from dpmodels.metricdp.models import build_full_lp, perturbation_matrix
-
-
-def random_instance(seed, n, k, eps, eta, grid=False):
-    rng = np.random.default_rng(seed)
-    if grid:
-        side = int(np.ceil(np.sqrt(n)))
-        pts = np.array([(r, c) for r in range(side) for c in range(side)], float)[:n]
-    else:
-        pts = rng.uniform(0, 4, size=(n, 2))
-    outs = rng.uniform(0, 4, size=(k, 2))
-    d = euclidean_distances(pts)
-    cost = euclidean_distances(pts, outs)
-    prior = rng.dirichlet(np.ones(n))
-    return MDPInstance(d, cost, prior, eps, eta, d_ro=cost, features=pts)
 
 
 def highs_optimum(inst):

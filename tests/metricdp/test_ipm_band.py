@@ -31,9 +31,10 @@ def random_banded(seed: int, K: int, n: int, b: int):
     return dense, band
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(0, 10**6), st.integers(1, 4), st.integers(1, 40), st.integers(0, 12))
-def test_band_kernels_match_dense_linear_algebra(seed, K, n, b):
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 4), st.integers(1, 40), st.integers(0, 12), st.integers(1, 40))
+def test_band_kernels_match_dense_linear_algebra(seed, K, n, b, rows_per_step):
+    """Every kernel, the blocked inverse sum at any step size (below, at and above the band)."""
     b = min(b, n - 1)
     dense, band = random_banded(seed, K, n, b)
     failed = np.zeros(K, dtype=bool)
@@ -48,7 +49,7 @@ def test_band_kernels_match_dense_linear_algebra(seed, K, n, b):
     solved = band_solve(band, rhs, np.empty((K, n)))
     np.testing.assert_allclose(solved, np.linalg.solve(dense, rhs[:, :, None])[:, :, 0], rtol=1e-9, atol=1e-12)
     total = sum(np.linalg.inv(h) for h in dense)
-    np.testing.assert_allclose(band_inverse_sum(band), total, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(band_inverse_sum(band, rows_per_step), total, rtol=1e-9, atol=1e-12)
 
 
 def test_band_cholesky_flags_indefinite_blocks_and_the_system_ridges_or_breaks_down():
