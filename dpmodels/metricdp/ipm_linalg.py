@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from numba import get_num_threads
 from scipy.linalg import lapack
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
@@ -75,12 +76,14 @@ def _ridges(scale: float):
 
 
 def _schur_factor(total: np.ndarray):
-    """Cholesky factor of the row sums' Schur complement; non-finite entries (LAPACK passes NaNs
-    through with info 0, so a bad block shows up here) or a failed factorisation are a breakdown."""
+    """Cholesky factor of the row sums' Schur complement from its lower triangle (in place: the
+    sum is not needed afterwards); non-finite
+    entries (LAPACK passes NaNs through with info 0, so a bad block shows up here) or a failed
+    factorisation are a breakdown."""
     if not np.isfinite(total).all():
         raise NumericalBreakdown("non-finite Newton blocks")
     try:
-        return sla.cho_factor(total, lower=True)
+        return sla.cho_factor(total, lower=True, overwrite_a=True, check_finite=False)
     except np.linalg.LinAlgError as err:
         raise NumericalBreakdown(f"the row sums' Schur complement is not positive definite: {err}") from err
 
@@ -184,7 +187,8 @@ class BandSystem:
 
     @staticmethod
     def nbytes(n: int, K: int, bandwidth: int) -> float:
-        return 8.0 * (K * n * (bandwidth + 1) + 3 * n * n)
+        """The bands, and N x N sums: one per thread, the Schur complement and its factor."""
+        return 8.0 * (K * n * (bandwidth + 1) + (get_num_threads() + 2) * n * n)
 
     def _assemble(self, d: np.ndarray, diag: np.ndarray, out: np.ndarray) -> np.ndarray:
         K, n = diag.shape
