@@ -187,20 +187,28 @@ def run_sweep(
     time_limit: float = 300.0,
     json_path: str | None = None,
     plot_path: str | None = None,
+    repeat: int = 1,
 ) -> pd.DataFrame:
-    """Every (epsilon, N, method) in its own child process; prints each run as it ends, then the
-    table with both stopping rules side by side and each method's time over HiGHS simplex's."""
+    """Every (epsilon, N, method) in its own child process, ``repeat`` times; prints each run as it
+    ends, then the table with both stopping rules side by side and each method's time over HiGHS
+    simplex's (medians over the repeats, with the range of the seconds)."""
     for n in sizes:
         grid_shape(n)  # every size checked before the first run
-    print(f"mDP sweep (Fig. 6): 1 km grids, K = min(100, N), eta = 2 km, time limit {time_limit:g} s per run")
+    if repeat < 1:
+        raise DataValidationError("--repeat", f"must be at least 1, got {repeat}")
+    print(
+        f"mDP sweep (Fig. 6): 1 km grids, K = min(100, N), eta = 2 km, time limit {time_limit:g} s per run, "
+        f"{repeat} run(s) each"
+    )
     print(f"load before timing: {_load()}", flush=True)
     runs = []
     for eps in epsilons:
         for n in sizes:
             for method in methods:
-                r = _in_child(method, n, eps, time_limit)
-                runs.append(r)
-                print(f"  eps {eps:g} N {n:5d} {method:14s} {_line(r)}", flush=True)
+                for run in range(1, repeat + 1):
+                    r = {**_in_child(method, n, eps, time_limit), "run": run}
+                    runs.append(r)
+                    print(f"  eps {eps:g} N {n:5d} {method:14s} run {run} {_line(r)}", flush=True)
     print(f"load after: {_load()}")
     frame = sweep_table(runs)
     with pd.option_context("display.width", 220, "display.max_columns", 30):
@@ -234,22 +242,40 @@ def _line(r: dict) -> str:
     )
 
 
+MEASURED = ("seconds", "peak GB", "rel gap", "abs gap", *[f"s to {rule}" for rule in RULES])
+
+
 def sweep_table(runs: list[dict]) -> pd.DataFrame:
-    """One row per run: seconds, peak memory, certified gaps, and per rule the seconds to meet it
-    and the ratio to HiGHS simplex's (same epsilon and N) under the same rule."""
+    """One row per (epsilon, N, method): the medians over its runs of seconds, peak memory,
+    certified gaps and, per rule, the seconds to meet it (a rule met in fewer than half the runs
+    has no median: not met), the seconds' range, and the ratio to HiGHS simplex's (same epsilon
+    and N) under the same rule."""
     frame = pd.DataFrame(runs)
-    for col in ("seconds", "peak GB", "rel gap", "abs gap", *[f"s to {rule}" for rule in RULES]):
+    for col in MEASURED:
         if col not in frame:
             frame[col] = np.nan
         frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    keys = ["eps", "N", "method"]
+    groups = frame.groupby(keys, sort=False)
+    frame = groups[list(MEASURED)].agg(_median_if_most).reset_index()
+    frame.insert(3, "status", groups["status"].agg(lambda v: " / ".join(dict.fromkeys(map(str, v)))).to_numpy())
+    frame["runs"] = groups.size().to_numpy()
+    frame["seconds min"] = groups["seconds"].min().to_numpy()
+    frame["seconds max"] = groups["seconds"].max().to_numpy()
     for rule in RULES:
         ref = frame[frame.method == "highs-simplex"].set_index(["eps", "N"])[f"s to {rule}"]
         keys = pd.MultiIndex.from_frame(frame[["eps", "N"]])
         frame[f"x simplex ({rule})"] = frame[f"s to {rule}"].to_numpy() / ref.reindex(keys).to_numpy()
-    cols = ["eps", "N", "method", "status", "seconds", "peak GB", "rel gap", "abs gap"]
+    cols = ["eps", "N", "method", "status", "runs", "seconds", "seconds min", "seconds max", "peak GB"]
+    cols += ["rel gap", "abs gap"]
     for rule in RULES:
         cols += [f"s to {rule}", f"x simplex ({rule})"]
     return frame[cols]
+
+
+def _median_if_most(values: pd.Series) -> float:
+    """The median of the runs' values when at least half of them have one, else NaN."""
+    return float(values.median()) if 2 * values.notna().sum() >= len(values) else np.nan
 
 
 def plot_sweep(frame: pd.DataFrame, path: str) -> None:

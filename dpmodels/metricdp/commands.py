@@ -178,6 +178,12 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
         default=list(SWEEP_METHODS),
         help="methods of --sweep-n",
     )
+    p.add_argument(
+        "--repeat",
+        type=positive_int,
+        default=1,
+        help="runs of each --sweep-n measurement (each in its own child); the table shows medians and the range",
+    )
     add_outputs(p, json="the measurements", plot="runtime vs N (with --sweep-n)")
 
 
@@ -186,6 +192,8 @@ def _run_bench(args) -> int:
         return _run_sweep(args)
     if args.plot:
         raise DataValidationError("--plot", "is the runtime-vs-N plot of --sweep-n; give --sweep-n")
+    if args.repeat != 1:
+        raise DataValidationError("--repeat", "repeats the runs of --sweep-n; give --sweep-n")
     from .bench import run_bench
 
     cells = args.rows * args.cols
@@ -203,7 +211,7 @@ def _run_sweep(args) -> int:
 
     for n in args.sweep_n:
         grid_shape(n)  # a size that is no grid fails here, before any run
-    run_sweep(args.sweep_n, args.epsilon, args.methods, args.time_limit, args.json, args.plot)
+    run_sweep(args.sweep_n, args.epsilon, args.methods, args.time_limit, args.json, args.plot, args.repeat)
     return 0
 
 

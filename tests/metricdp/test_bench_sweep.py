@@ -67,3 +67,28 @@ def test_rule_times_come_from_the_history_and_an_empty_history_meets_none():
     assert _met(pd.DataFrame([]), 0.0) == {"s to abs 0.01": None, "s to rel 1e-3": None}
     history = pd.DataFrame({"best UB": [2.0, 1.005, 1.0005], "LB": [0.5, 1.0, 1.0], "elapsed s": [1.0, 2.0, 3.0]})
     assert _met(history, 0.5) == {"s to abs 0.01": 2.5, "s to rel 1e-3": 3.5}
+
+
+def test_repeated_runs_give_medians_ranges_and_rules_met_in_most_runs():
+    runs = [
+        {"eps": 1.0, "N": 12, "method": "highs-simplex", "status": "Optimal", "seconds": s, "s to rel 1e-3": s}
+        for s in (1.0, 3.0, 2.0)
+    ] + [
+        {"eps": 1.0, "N": 12, "method": "mdp_ipm", "status": st, "seconds": s, "s to rel 1e-3": met}
+        for st, s, met in (("gap reached", 0.5, 0.5), ("time limit", 9.0, None), ("time limit", 8.0, None))
+    ]
+    table = sweep_table(runs).set_index("method")
+    simplex, ipm = table.loc["highs-simplex"], table.loc["mdp_ipm"]
+    assert (simplex["runs"], simplex["seconds"], simplex["seconds min"], simplex["seconds max"]) == (3, 2.0, 1.0, 3.0)
+    assert simplex["x simplex (rel 1e-3)"] == 1.0
+    assert ipm["status"] == "gap reached / time limit" and ipm["seconds"] == 8.0
+    assert ipm["s to rel 1e-3"] != ipm["s to rel 1e-3"]  # met in one run of three: no median (NaN)
+
+
+def test_repeat_runs_each_measurement_in_its_own_child(capsys):
+    argv = ["bench", "mdp", "--sweep-n", "12", "--epsilon", "2", "--methods", "highs-simplex", "--repeat", "2"]
+    assert cli.main([*argv, "--time-limit", "60"]) == 0
+    out = capsys.readouterr().out
+    assert "run 1" in out and "run 2" in out and "seconds min" in out
+    assert cli.main(["bench", "mdp", "--repeat", "2"]) == 2  # repeats belong to the sweep
+    assert "--repeat" in capsys.readouterr().err
