@@ -6,19 +6,14 @@ grid of 1 km cells with N records (:func:`grid_shape`: 250 -> 10 x 25, 500 -> 20
 under a time limit:
 
 * ``highs-simplex``, ``highs-ipm``, ``highs-pdlp`` (HiGHS's first-order method, an anchor):
-  the full LP.  Their "optimal" points meet the mDP rows only to a tolerance, so they are
-  *audited*: the point is repaired into an exactly eps-mDP mechanism (its loss is the certified
-  upper bound) and HiGHS's duals give a weak-duality bound that holds however inexact they are
-  (:func:`~dpmodels.metricdp.lp.safe_lower_bound`).  A point that is not repaired and audited is
-  never called certified;
+  the full LP, audited (a point that is not repaired and audited is never called certified);
 * ``mdp_ipm``: the structured interior point (certified bounds every iteration);
 * ``mdp_benders``: Benders over a k-m-DV partition with M = N / 20 blocks (the paper's 25 at
   N = 500).
 
-Each run goes to the certified relative gap 1e-3; the seconds at which the certified bounds
-first met each stopping rule are read from the run's history: the paper's absolute gap 0.01
-and the relative gap 1e-3, side by side.  A HiGHS method meets a rule at its run time if its
-audited gap meets it, else never.
+Each run goes to the certified relative gap 1e-3 and is timed under both stopping rules, the
+paper's absolute gap 0.01 and the relative gap 1e-3, side by side
+(:mod:`~dpmodels.metricdp.bench_runs`); ``--repeat`` runs each measurement several times.
 """
 
 from __future__ import annotations
@@ -28,18 +23,17 @@ import math
 import resource
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pandas as pd
 
 from dpmodels.core.errors import DataValidationError
 
+from .bench_runs import RULES, benders_run, highs_run, ipm_run
+
 __all__ = ["SWEEP_METHODS", "RULES", "grid_shape", "sweep_run", "run_sweep", "sweep_table", "plot_sweep"]
 
 SWEEP_METHODS = ("highs-simplex", "highs-ipm", "highs-pdlp", "mdp_ipm", "mdp_benders")
-#: Stopping rules compared: the paper's absolute gap 0.01 and a certified relative gap.
-RULES = {"abs 0.01": ("absolute", 0.01), "rel 1e-3": ("relative", 1e-3)}
 #: Seconds a child may run past its time limit (instance, audit, imports) before it is stopped.
 CHILD_MARGIN = 180.0
 
@@ -67,98 +61,15 @@ def sweep_run(method: str, n: int, epsilon: float, time_limit: float, seed: int 
     out = {"eps": epsilon, "N": n, "grid": f"{rows}x{cols}", "K": inst.K, "method": method}
     out["mDP rows"] = inst.graph.n_pairs * inst.K
     if method.startswith("highs-"):
-        out.update(_highs(inst, method.split("-")[1], time_limit))
+        out.update(highs_run(inst, method.split("-")[1], time_limit))
     elif method == "mdp_ipm":
-        out.update(_ipm(inst, time_limit))
+        out.update(ipm_run(inst, time_limit))
     elif method == "mdp_benders":
-        out.update(_benders(inst, time_limit))
+        out.update(benders_run(inst, time_limit, "k-m-DV", max(2, round(n / 20))))
     else:
         raise DataValidationError("--methods", f"unknown {method!r}; choose from {list(SWEEP_METHODS)}")
     out["peak GB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     return out
-
-
-def _bounds(ub, lb) -> dict:
-    ok = ub is not None and lb is not None and np.isfinite(ub) and np.isfinite(lb)
-    return {
-        "certified UB": ub,
-        "certified LB": lb,
-        "abs gap": ub - lb if ok else None,
-        "rel gap": (ub - lb) / max(abs(ub), 1e-12) if ok else None,
-    }
-
-
-def _met(history: pd.DataFrame, offset: float) -> dict:
-    """Seconds at which the run's certified bounds first met each rule (None: never, or no
-    iteration finished)."""
-    if history.empty or not {"best UB", "LB", "elapsed s"} <= set(history.columns):
-        return {f"s to {rule}": None for rule in RULES}
-    out = {}
-    for rule, (kind, tol) in RULES.items():
-        gap = history["best UB"] - history["LB"]
-        if kind == "relative":
-            gap = gap / history["best UB"].abs().clip(lower=1e-12)
-        hit = history.loc[gap <= tol, "elapsed s"]
-        out[f"s to {rule}"] = float(hit.iloc[0]) + offset if len(hit) else None
-    return out
-
-
-def _highs(inst, method: str, time_limit: float) -> dict:
-    from .lp import full_lp, safe_lower_bound
-    from .mechanism import expected_loss, is_exactly_mdp, repair
-
-    tick = time.perf_counter()
-    model = full_lp(inst, method=method, time_limit=time_limit)
-    res = model.solve(retry=False)
-    out = {"seconds": time.perf_counter() - tick, "status": res.status, "reported objective": res.objective}
-    tick = time.perf_counter()
-    ub = lb = None
-    if res.x is not None:  # the audit: repair to an exactly mDP mechanism, bound from the duals
-        z, _ = repair(inst, res.x.reshape(inst.N, inst.K))
-        ub = expected_loss(inst, z) if is_exactly_mdp(inst, z) else None
-        n = inst.N * inst.K
-        lb = safe_lower_bound(model, np.zeros(n), np.ones(n))
-    out.update(_bounds(ub, lb), **{"audit s": time.perf_counter() - tick})
-    for rule, (kind, tol) in RULES.items():
-        gap = out["abs gap"] if kind == "absolute" else out["rel gap"]
-        out[f"s to {rule}"] = out["seconds"] if gap is not None and gap <= tol else None
-    return out
-
-
-def _ipm(inst, time_limit: float) -> dict:
-    from .ipm import structured_ipm
-
-    structured_ipm(_tiny(inst.epsilon), gap=1e-9, system="band")  # compile (or load) every kernel untimed
-    tick = time.perf_counter()
-    res = structured_ipm(inst, gap=1e-3, time_limit=time_limit)
-    out = {"seconds": time.perf_counter() - tick, "status": res.status, "iterations": res.iterations}
-    out.update(_bounds(res.upper_bound, res.lower_bound), **_met(res.history, 0.0))
-    out["Newton system"] = res.info["Newton system"]
-    return out
-
-
-def _benders(inst, time_limit: float) -> dict:
-    from .benders import benders
-    from .mechanism import expected_loss, is_exactly_mdp, repair
-    from .partition import partition
-
-    tick = time.perf_counter()
-    part = partition(inst, "k-m-DV", M=max(2, round(inst.N / 20)))
-    offset = time.perf_counter() - tick
-    res = benders(inst, part, gap=1e-3, time_limit=max(time_limit - offset, 1.0))
-    out = {"seconds": time.perf_counter() - tick, "status": res.status, "iterations": res.iterations}
-    ub = None
-    if res.z is not None:  # its incumbent, audited like every other point
-        z = res.z if is_exactly_mdp(inst, res.z) else repair(inst, res.z)[0]
-        ub = expected_loss(inst, z)
-    out.update(_bounds(ub, res.lower_bound), **_met(res.history, offset), blocks=part.M)
-    return out
-
-
-def _tiny(epsilon: float):
-    import dpmodels.instances as instances
-
-    return instances.generate("mdp/grid", seed=0, rows=4, cols=5, K=4, epsilon=min(epsilon, 2.0))
 
 
 def _in_child(method: str, n: int, epsilon: float, time_limit: float) -> dict:

@@ -62,11 +62,18 @@ def test_rule_times_come_from_the_history_and_an_empty_history_meets_none():
     eps = 1, N = 1,000): no rule met, not a crash."""
     import pandas as pd
 
-    from dpmodels.metricdp.bench_sweep import _met
+    from dpmodels.metricdp.bench_runs import rule_times
 
-    assert _met(pd.DataFrame([]), 0.0) == {"s to abs 0.01": None, "s to rel 1e-3": None}
+    none = {
+        "s to abs 0.01": None,
+        "iterations to abs 0.01": None,
+        "s to rel 1e-3": None,
+        "iterations to rel 1e-3": None,
+    }
+    assert rule_times(pd.DataFrame([]), 0.0) == none
     history = pd.DataFrame({"best UB": [2.0, 1.005, 1.0005], "LB": [0.5, 1.0, 1.0], "elapsed s": [1.0, 2.0, 3.0]})
-    assert _met(history, 0.5) == {"s to abs 0.01": 2.5, "s to rel 1e-3": 3.5}
+    met = {"s to abs 0.01": 2.5, "iterations to abs 0.01": 2, "s to rel 1e-3": 3.5, "iterations to rel 1e-3": 3}
+    assert rule_times(history, 0.5) == met
 
 
 def test_repeated_runs_give_medians_ranges_and_rules_met_in_most_runs():
