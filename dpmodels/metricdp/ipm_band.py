@@ -158,9 +158,9 @@ def _coupling(a, i0, n, i1, nr):
 @njit(cache=True)
 def _store(ring, total, i0, col, values, sign):
     """Rows ``i0 ..`` of Z from column ``col`` on: ``sign * values`` into the ring and the sum."""
-    R = ring.shape[0]
+    slots = ring.shape[0]
     for i in range(values.shape[0]):
-        row, tot = ring[(i0 + i) % R], total[i0 + i]
+        row, tot = ring[(i0 + i) % slots], total[i0 + i]
         for j in range(values.shape[1]):
             v = sign * values[i, j]
             row[col + j] = v
@@ -181,7 +181,7 @@ def _inverse_rows(a, ring, total, nb, scratch):
     ``r % ring rows``) from column ``i0`` on, their lower parts filled by symmetry."""
     N, w = a.shape
     b = w - 1
-    R = ring.shape[0]
+    slots = ring.shape[0]
     i1 = N
     while i1 > 0:
         i0 = max(0, i1 - nb)
@@ -193,17 +193,17 @@ def _inverse_rows(a, ring, total, nb, scratch):
             lt = _coupling(a, i0, n, i1, nr)
             below = scratch[: nr * width].reshape(nr, width)  # Z_RJ, contiguous for BLAS
             for r in range(nr):
-                below[r, :] = ring[(i1 + r) % R, i1:]
+                below[r, :] = ring[(i1 + r) % slots, i1:]
             neg = np.dot(np.dot(inv_t, lt), below)  # -Z_IJ
             _store(ring, total, i0, i1, neg, -1.0)
             for r in range(min(N, i0 + b) - i1):  # Z_RI = Z_IR' for the rows the next blocks read
-                mirror = ring[(i1 + r) % R]
+                mirror = ring[(i1 + r) % slots]
                 for i in range(n):
                     mirror[i0 + i] = -neg[i, r]
             diag += np.dot(lt, np.ascontiguousarray(neg[:, :nr].T))  # L_II^-1 - L_RI' Z_RI
         block = np.dot(inv_t, diag)
         for i in range(n):
-            row = ring[(i0 + i) % R]
+            row = ring[(i0 + i) % slots]
             for j in range(n):
                 row[i0 + j] = block[i, j] if j >= i else block[j, i]
             for j in range(i, n):
