@@ -47,7 +47,7 @@ class MDPBendersSolver(StructureSolver):
     exact = False
     guarantee = (
         "certified relative gap (default 1e-3): an exactly eps-mDP incumbent and a weak-duality bound "
-        "(optimal when an iteration at the master's point adds no cut)"
+        "(optimal when an iteration at the master's point adds no cut and the certified bounds agree to 1e-9)"
     )
     options = (
         Option("partition", "k-m-DV", "partitioner name (k-m-DV, k-m-rec, k-m-adj, BSC) or one label per record"),

@@ -10,7 +10,7 @@ certified 1e-3 waited two more iterations for the upper bound alone.
 What it does (:func:`purify`): keep the entries the iterate has chosen, ``x_ik > zx_ik`` (its
 primal value above its reduced cost: the usual indicator of the optimal support), set the others
 to the *least* values the mDP rows allow, the closure ``z_jk >= z_ik exp(-eps d_ij)`` over the mDP
-graph (:func:`mdp_closure`, a max-product shortest path per output, run to its fixed point), make
+graph (:func:`~dpmodels.metricdp.mechanism.mdp_closure`), make
 the rows stochastic and pass the result through the project's repair
 (:func:`~dpmodels.metricdp.mechanism.repair`: exactly eps-mDP, audited without tolerance).  The
 closure stays below the iterate (which is feasible), so the rows lose only mass that the optimum
@@ -24,57 +24,15 @@ is lower, and both are certified the same way.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .data import MDPInstance
-from .mechanism import expected_loss, repair
+from .mechanism import expected_loss, mdp_closure, repair
 
-__all__ = ["mdp_closure", "purify", "PURIFY_BELOW"]
+__all__ = ["purify", "PURIFY_BELOW"]
 
 #: Purify only once the iterate's own certified relative gap is below this (earlier, the purified
 #: points measured no better than the iterate's, and each costs a closure and an audit).
 PURIFY_BELOW = 0.05
-#: Sweeps of the closure before it is called stuck (it measured 7 on 1 km grids of N = 1,000).
-MAX_SWEEPS = 10_000
-
-
-@njit(cache=True)
-def _closure_sweeps(z, src, dst, shrink, max_sweeps):
-    """Raise ``z[dst, k]`` to ``z[src, k] * shrink`` pair by pair, forwards then backwards, until a
-    sweep changes nothing; returns the sweeps taken (-1 if ``max_sweeps`` did not reach the fixed
-    point)."""
-    K = z.shape[1]
-    P = len(src)
-    for sweep in range(max_sweeps):
-        changed = False
-        for step in range(2 * P):
-            p = step if step < P else 2 * P - 1 - step
-            i, j, f = src[p], dst[p], shrink[p]
-            for k in range(K):
-                v = z[i, k] * f
-                if v > z[j, k]:
-                    z[j, k] = v
-                    changed = True
-        if not changed:
-            return sweep + 1
-    return -1
-
-
-def mdp_closure(instance: MDPInstance, z: np.ndarray) -> np.ndarray:
-    """The least ``Z' >= z`` (N x K) that meets every mDP row ``Z'_ik <= exp(eps d_ij) Z'_jk`` of
-    ``instance.graph``: per output, ``Z'_jk = max_i z_ik exp(-eps D_ij)`` over graph paths.
-
-    The factors ``exp(-eps d)`` are rounded up, so rounding can only make ``Z'`` larger (the
-    repair's audit has the last word either way)."""
-    g = instance.graph
-    out = np.array(z, dtype=np.float64, order="C", copy=True)
-    if g.n_pairs == 0:
-        return out
-    shrink = np.nextafter(np.exp(-instance.epsilon * g.dist) * (1 + 2.0**-50), np.inf)
-    sweeps = _closure_sweeps(out, g.src.astype(np.int64), g.dst.astype(np.int64), shrink, MAX_SWEEPS)
-    if sweeps < 0:
-        raise ArithmeticError("the mDP closure did not reach its fixed point")
-    return out
 
 
 def purify(instance: MDPInstance, x: np.ndarray, zx: np.ndarray) -> tuple[np.ndarray, float, float]:

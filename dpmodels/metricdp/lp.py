@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from .data import MDPGraph, MDPInstance
 
-__all__ = ["full_lp", "Highs", "mdp_rows", "safe_lower_bound"]
+__all__ = ["full_lp", "Highs", "mdp_rows", "safe_lower_bound", "Simplices", "record_simplices", "full_lp_simplices"]
 
 INF = float("inf")
 
@@ -72,6 +72,7 @@ class Highs:
         time_limit: float | None = None,
         threads: int | None = None,
         presolve: bool = True,
+        tolerance: float | None = None,
     ):
         import highspy
 
@@ -86,6 +87,9 @@ class Highs:
             self.h.setOptionValue("threads", int(threads))
         if not presolve:
             self.h.setOptionValue("presolve", "off")
+        if tolerance is not None:  # HiGHS's primal and dual feasibility tolerances (default 1e-7)
+            self.h.setOptionValue("primal_feasibility_tolerance", float(tolerance))
+            self.h.setOptionValue("dual_feasibility_tolerance", float(tolerance))
         inf = highspy.kHighsInf
         self.h.addVars(len(cost), _finite(lower, inf), _finite(upper, inf))
         self.h.changeColsCost(len(cost), np.arange(len(cost), dtype=np.int32), np.asarray(cost, dtype=np.float64))
@@ -158,12 +162,19 @@ class Highs:
         )
 
 
-def safe_lower_bound(model: Highs, col_lower, col_upper, row_dual=None) -> float:
+def safe_lower_bound(model: Highs, col_lower, col_upper, row_dual=None, simplices: Simplices | None = None) -> float:
     """A lower bound on the optimum of ``model``'s last solved LP that holds however inexact
     HiGHS's duals are (the Neumaier-Shcherbina bound): for row multipliers ``pi`` with the
     right signs, ``min_{lo <= x <= up} (c - A'pi)'x + pi'(row bound)`` is below the optimum by
     weak duality, exactly, for *any* ``pi``.  ``col_lower``/``col_upper`` must be finite boxes
     that contain an optimal solution; ``row_dual`` defaults to HiGHS's duals.
+
+    With ``simplices`` (rows ``sum_{j in group} x_j = 1`` of the model and their column groups,
+    ``x >= 0``), those rows are kept as constraints instead of being priced: each group
+    contributes the least reduced cost over its columns, not the box's sum of negative parts.
+    Still a weak-duality bound for any ``pi`` (a Lagrangian relaxation of the other rows), and
+    never weaker: with K = 100 outputs per record an inexact dual's small negative reduced
+    costs are paid once per record instead of up to K times (measured below).
 
     Why: HiGHS meets dual feasibility only to its tolerance in scaled space; with mDP
     coefficients ``e^(eps d)`` ~ 5e8 the Benders master's reported optimum exceeded a value a
@@ -180,11 +191,32 @@ def safe_lower_bound(model: Highs, col_lower, col_upper, row_dual=None) -> float
     lo, up = np.asarray(lp.row_lower_), np.asarray(lp.row_upper_)
     inf = model.highspy.kHighsInf
     pi = np.where(((pi > 0) & (lo <= -inf)) | ((pi < 0) & (up >= inf)), 0.0, pi)
+    if simplices is not None:
+        pi[simplices.rows] = 0.0
     row_part = float((pi * np.where(pi > 0, lo, 0.0)).sum() + (pi * np.where(pi < 0, up, 0.0)).sum())
     reduced = np.asarray(lp.col_cost_) - a.T @ pi
     col_lower, col_upper = np.asarray(col_lower, dtype=np.float64), np.asarray(col_upper, dtype=np.float64)
-    col_part = float(np.where(reduced >= 0, reduced * col_lower, reduced * col_upper).sum())
-    return row_part + col_part
+    boxed = np.ones(n, dtype=bool)
+    simplex_part = 0.0
+    if simplices is not None:
+        boxed[simplices.groups.ravel()] = False
+        simplex_part = float(reduced[simplices.groups].min(axis=1).sum())
+    r, lo_c, up_c = reduced[boxed], col_lower[boxed], col_upper[boxed]
+    return row_part + simplex_part + float(np.where(r >= 0, r * lo_c, r * up_c).sum())
+
+
+@dataclass(frozen=True)
+class Simplices:
+    """Rows ``sum_{j in groups[i]} x_j = 1`` of a model (``rows[i]``), for :func:`safe_lower_bound`."""
+
+    rows: np.ndarray
+    groups: np.ndarray  # (len(rows), K) column indices
+
+
+def record_simplices(first_row: int, records: int, K: int) -> Simplices:
+    """The row sums of ``records`` perturbation vectors laid out record-major (column ``i K + k``),
+    stored as consecutive rows from ``first_row`` (as :func:`unit_rows` builds them)."""
+    return Simplices(first_row + np.arange(records), np.arange(records * K).reshape(records, K))
 
 
 def _finite(values, inf) -> np.ndarray:
@@ -200,7 +232,8 @@ def full_lp(
     time_limit: float | None = None,
     include_ub: bool = False,
 ) -> Highs:
-    """The full perturbation LP (Eqs. 4-7) as a HiGHS model."""
+    """The full perturbation LP (Eqs. 4-7) as a HiGHS model: the mDP rows, then the row sums
+    (:func:`full_lp_simplices`)."""
     g = graph or instance.graph
     n, k = instance.N, instance.K
     index = np.arange(n)
@@ -217,3 +250,9 @@ def full_lp(
         method=method,
         time_limit=time_limit,
     )
+
+
+def full_lp_simplices(instance: MDPInstance, graph: MDPGraph | None = None) -> Simplices:
+    """The row sums of :func:`full_lp`'s model, for its certified bound."""
+    g = graph or instance.graph
+    return record_simplices(g.n_pairs * instance.K, instance.N, instance.K)

@@ -1,5 +1,6 @@
 """Metric-DP mechanisms and their audit: the exponential mechanism, the repair that makes any
-matrix an exactly eps-mDP mechanism, the exact ratio audit and the release of outputs (spec 7, 9.1).
+matrix an exactly eps-mDP mechanism, the exact ratio audit, the least mDP closure of a matrix
+(the primal recoveries' tool) and the release of outputs (spec 7, 9.1).
 
 A perturbation matrix ``Z`` (N x K, non-negative rows) is a mechanism: record ``r_i`` is
 reported as output ``o_k`` with probability ``Z[i, k] / sum_k Z[i, k]`` (:func:`sample_outputs`
@@ -17,6 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.randomness import make_rng
@@ -37,6 +39,7 @@ __all__ = [
     "max_path_violation",
     "audit",
     "repair",
+    "mdp_closure",
     "sample_outputs",
 ]
 
@@ -281,6 +284,50 @@ def repair(instance: MDPInstance, z: np.ndarray) -> tuple[np.ndarray, float]:
             return mixed, t
         margin *= 64.0
     return np.full((instance.N, instance.K), 1.0 / instance.K), 1.0
+
+
+# ---------------------------------------------------------------------- closure
+#: Sweeps of the closure before it is called stuck (it measured 7 on 1 km grids of N = 1,000).
+MAX_SWEEPS = 10_000
+
+
+@njit(cache=True)
+def _closure_sweeps(z, src, dst, shrink, max_sweeps):
+    """Raise ``z[dst, k]`` to ``z[src, k] * shrink`` pair by pair, forwards then backwards, until a
+    sweep changes nothing; returns the sweeps taken (-1 if ``max_sweeps`` did not reach the fixed
+    point)."""
+    K = z.shape[1]
+    P = len(src)
+    for sweep in range(max_sweeps):
+        changed = False
+        for step in range(2 * P):
+            p = step if step < P else 2 * P - 1 - step
+            i, j, f = src[p], dst[p], shrink[p]
+            for k in range(K):
+                v = z[i, k] * f
+                if v > z[j, k]:
+                    z[j, k] = v
+                    changed = True
+        if not changed:
+            return sweep + 1
+    return -1
+
+
+def mdp_closure(instance: MDPInstance, z: np.ndarray) -> np.ndarray:
+    """The least ``Z' >= z`` (N x K) that meets every mDP row ``Z'_ik <= exp(eps d_ij) Z'_jk`` of
+    ``instance.graph``: per output, ``Z'_jk = max_i z_ik exp(-eps D_ij)`` over graph paths.
+
+    The factors ``exp(-eps d)`` are rounded up, so rounding can only make ``Z'`` larger (the
+    repair's audit has the last word either way)."""
+    g = instance.graph
+    out = np.array(z, dtype=np.float64, order="C", copy=True)
+    if g.n_pairs == 0:
+        return out
+    shrink = np.nextafter(np.exp(-instance.epsilon * g.dist) * (1 + 2.0**-50), np.inf)
+    sweeps = _closure_sweeps(out, g.src.astype(np.int64), g.dst.astype(np.int64), shrink, MAX_SWEEPS)
+    if sweeps < 0:
+        raise ArithmeticError("the mDP closure did not reach its fixed point")
+    return out
 
 
 # ---------------------------------------------------------------------- release

@@ -283,10 +283,32 @@ def test_safe_lower_bound_is_exact_for_exact_duals_and_a_bound_for_any(seed, noi
     assert safe_lower_bound(model, *box, row_dual=wrong) <= res.objective + 1e-9
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10**6), st.integers(2, 7), st.integers(1, 5), st.sampled_from([0.5, 2.0, 8.0]), st.floats(0, 1))
+def test_keeping_the_row_sums_gives_a_bound_never_weaker_and_still_below_the_optimum(seed, n, k, eps, noise):
+    """The full LP's certified bound with its row sums kept as simplices: exact for HiGHS's duals
+    (up to its tolerance), a bound for perturbed ones, and at least the box bound for the same."""
+    from mdp_cases import random_instance
+
+    from dpmodels.metricdp.lp import full_lp, full_lp_simplices, safe_lower_bound
+
+    inst = random_instance(seed, n, k, eps, 1.5)
+    model = full_lp(inst)
+    res = model.solve()
+    box = (np.zeros(n * k), np.ones(n * k))
+    kept = full_lp_simplices(inst)
+    assert safe_lower_bound(model, *box, simplices=kept) == pytest.approx(res.objective, rel=1e-6, abs=1e-9)
+    wrong = res.row_dual * (1 + noise * np.random.default_rng(seed).standard_normal(len(res.row_dual)))
+    plain = safe_lower_bound(model, *box, row_dual=wrong)
+    simplex = safe_lower_bound(model, *box, row_dual=wrong, simplices=kept)
+    assert plain <= simplex + 1e-12 and simplex <= res.objective + 1e-9
+
+
 @pytest.mark.slow
 def test_in_out_stabilisation_needs_fewer_iterations_on_the_notebook_grid():
-    """The README's measurement (8 x 10 grid, k-m-DV, 6 blocks, gap 1e-6: 249 -> 76 iterations):
-    stabilised separation must reach the same optimum in well under half the plain iterations."""
+    """The README's measurement (8 x 10 grid, k-m-DV, 6 blocks, gap 1e-6: 75 -> 40 iterations with
+    the primal recovery; 249 -> 76 before it): stabilised separation must reach the same optimum
+    in well under two thirds of the plain iterations."""
     from dpmodels import instances
     from dpmodels.metricdp.partition import partition
 
@@ -295,4 +317,4 @@ def test_in_out_stabilisation_needs_fewer_iterations_on_the_notebook_grid():
     plain = B.benders(data, part, gap=1e-6, stabilize=1.0, max_iter=1000)
     stabilised = B.benders(data, part, gap=1e-6, max_iter=1000)
     assert stabilised.upper_bound == pytest.approx(plain.upper_bound, rel=1e-5)
-    assert stabilised.iterations < plain.iterations / 2, (stabilised.iterations, plain.iterations)
+    assert stabilised.iterations < 0.6 * plain.iterations, (stabilised.iterations, plain.iterations)
