@@ -73,6 +73,7 @@ class Highs:
         threads: int | None = None,
         presolve: bool = True,
         tolerance: float | None = None,
+        iteration_limit: int | None = None,
     ):
         import highspy
 
@@ -87,6 +88,8 @@ class Highs:
             self.h.setOptionValue("threads", int(threads))
         if not presolve:
             self.h.setOptionValue("presolve", "off")
+        if iteration_limit is not None:  # per run; a run that hits it is retried cold by solve()
+            self.h.setOptionValue("simplex_iteration_limit", int(iteration_limit))
         if tolerance is not None:  # HiGHS's primal and dual feasibility tolerances (default 1e-7)
             self.h.setOptionValue("primal_feasibility_tolerance", float(tolerance))
             self.h.setOptionValue("dual_feasibility_tolerance", float(tolerance))
@@ -126,8 +129,9 @@ class Highs:
         self.h.changeRowsBounds(len(rows), np.asarray(rows, dtype=np.int32), _finite(lower, inf), _finite(upper, inf))
 
     def solve(self, retry: bool = True) -> LPResult:
-        """Run HiGHS; on a numerical failure ("Unknown"/solve error) retry once from scratch
-        (cleared basis), then with the interior-point method, before giving up."""
+        """Run HiGHS; on a numerical failure ("Unknown"/solve error) or the simplex iteration limit
+        (a cycling warm start) retry once from scratch (cleared basis), then with the
+        interior-point method, before giving up."""
         import time
 
         tick = time.perf_counter()

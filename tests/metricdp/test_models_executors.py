@@ -3,6 +3,7 @@
 import numpy as np
 import pyomo.environ as pyo
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
@@ -205,6 +206,45 @@ def test_time_limit_of_a_persistent_highs_model_counts_from_now():
     again = lp.solve(retry=False)
     assert again.status == "Optimal"
     assert again.objective == pytest.approx(first.objective, rel=1e-9)
+
+
+def test_an_lp_stopped_by_its_simplex_iteration_limit_is_retried_cold():
+    """A warm start that cycles (measured: a block's ray LP ran 6.3 million iterations) is capped
+    by ``iteration_limit`` per run; ``solve`` then retries cold and, failing that, by IPM, and
+    must reach the optimum of the uncapped LP and scipy's."""
+    from scipy.optimize import linprog
+
+    from dpmodels.metricdp.lp import Highs
+
+    rng = np.random.default_rng(3)
+    a = sp.random(60, 90, density=0.2, random_state=4, format="csr") + sp.eye(60, 90, format="csr")
+    cost = rng.uniform(1.0, 2.0, 90)
+    args = (cost, np.zeros(90), np.full(90, np.inf), a, np.ones(60), np.full(60, np.inf))
+    capped = Highs(*args, presolve=False, iteration_limit=2)
+    stopped = capped.solve(retry=False)
+    assert stopped.status == "Iteration limit reached" and stopped.objective is None
+    exact = Highs(*args, presolve=False).solve()
+    reference = linprog(cost, A_ub=-a.toarray(), b_ub=-np.ones(60), method="highs")
+    retried = Highs(*args, presolve=False, iteration_limit=2).solve()
+    assert retried.status == "Optimal"
+    assert retried.objective == pytest.approx(exact.objective, rel=1e-7)
+    assert retried.objective == pytest.approx(reference.fun, rel=1e-7)
+
+
+def test_every_block_lp_carries_the_iteration_cap():
+    """The primal, ray and elastic LPs of every block are built with the cycling guard."""
+    inst = grid(1.0, 1.5, rows=4, cols=6, K=8, seed=2)
+    part = Partition.from_labels(np.array([c // 3 for r in range(4) for c in range(6)]), inst.graph)
+    y_order = part.all_boundary
+    models, subs = [], BS.build_subproblems(inst, part, y_order)
+    for sub in subs:
+        for ybar in (np.zeros(len(y_order) * inst.K), np.full(len(y_order) * inst.K, 1.0 / inst.K)):
+            BS.solve_block(sub, ybar)  # all-zero boundary rows: infeasible blocks build ray/elastic LPs
+        models += [m for m in (sub._model, sub._ray, sub._elastic) if m is not None]
+    assert len(models) > len(subs)  # some block was infeasible: its ray LP is covered too
+    for m in models:
+        size = m.h.getNumRow() + m.h.getNumCol()
+        assert m.h.getOptionValue("simplex_iteration_limit")[1] == BS.ITERATIONS_PER_DIMENSION * size
 
 
 @pytest.mark.parametrize("rows, cols, M, K", [(10, 12, 6, 30)])
