@@ -193,6 +193,23 @@ def test_time_limit_stops_inside_a_solve_with_valid_bounds():
     assert res.lower_bound <= optimum(inst)[0] + 1e-9
 
 
+def test_a_master_solve_predicted_to_outlast_the_deadline_is_not_started():
+    """HiGHS checks its time limit between iterations only (an eps = 1 master took 60 s for 6
+    of them), so Benders does not start a master solve with less time left than the last took."""
+    import time
+
+    inst = grid(1.0, 1.5, rows=4, cols=6, K=8, seed=2)
+    part = Partition.from_labels(np.array([c // 3 for r in range(4) for c in range(6)]), inst.graph)
+    run = B._setup(inst, part, 1e-6, "relative", "lazy", 1e12, 200_000, 1e-9, 0.5, "segment")
+    res, _ = BM._solve_master(run.master, run.lazy, 1, time.time() + 60)
+    assert res.objective is not None and run.master.last_solve_s == pytest.approx(res.seconds)
+    ran = run.master.model.h.getRunTime()
+    run.master.last_solve_s = 5.0
+    with pytest.raises(BS.TimeUp):
+        BM._solve_master(run.master, run.lazy, 2, time.time() + 2.0)
+    assert run.master.model.h.getRunTime() == ran  # HiGHS was not run again
+
+
 def test_time_limit_of_a_persistent_highs_model_counts_from_now():
     """HiGHS accumulates run time over a persistent object's solves; ``set_time_limit`` must
     give the next solve its seconds from now, not stop it because earlier solves used them."""
