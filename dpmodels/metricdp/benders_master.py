@@ -21,7 +21,7 @@ from dpmodels.core.errors import DataValidationError
 
 from .benders_subproblems import Subproblem, TimeUp
 from .data import MDPInstance, Partition
-from .lp import INF, Highs, Simplices, _width, mdp_rows, record_simplices, safe_lower_bound, unit_rows
+from .lp import INF, Highs, _width, mdp_rows, record_simplices, safe_lower_bound, unit_rows
 
 __all__ = ["master_init_cuts", "Master", "LazyRows", "build_master", "MASTER_TOLERANCE"]
 
@@ -79,7 +79,6 @@ class Master:
     model: Highs
     n_z: int
     w_index: dict[int, int]  # block -> column of w_l
-    simplices: Simplices  # the boundary records' row sums (their rows and z columns)
     last_solve_s: float = 0.0  # the latest solve's seconds (see :func:`_solve_master`)
 
     def add_cut(self, block: int | None, link_cols: np.ndarray, const: float, coeff: np.ndarray) -> None:
@@ -160,8 +159,8 @@ def build_master(
     upper = np.concatenate([np.zeros(rows[0].shape[0]), np.ones(len(y_order)), np.zeros(rows[2].shape[0])])
     cost = np.concatenate([instance.weighted_cost[y_order].ravel(), np.ones(len(w_index))])
     model = Highs(cost, np.zeros(width), np.full(width, INF), a, lower, upper, tolerance=MASTER_TOLERANCE)
-    simplices = record_simplices(rows[0].shape[0], len(y_order), K)
-    return Master(model, n_z, w_index, simplices), n_mdp
+    model.simplices = record_simplices(rows[0].shape[0], len(y_order), K)  # the boundary records' row sums
+    return Master(model, n_z, w_index), n_mdp
 
 
 def _master_bound(master: Master, w_caps: np.ndarray) -> float:
@@ -172,7 +171,7 @@ def _master_bound(master: Master, w_caps: np.ndarray) -> float:
     bound when its duals are inexact (measured at eps = 10/km, 1 km cells)."""
     lower = np.zeros(master.n_z + len(w_caps))
     upper = np.concatenate([np.ones(master.n_z), w_caps])
-    return safe_lower_bound(master.model, lower, upper, simplices=master.simplices)
+    return safe_lower_bound(master.model, lower, upper, simplices=master.model.simplices)
 
 
 def _solve_master(master: Master, lazy: LazyRows | None, it: int, deadline: float | None, tol: float = 1e-9):

@@ -187,8 +187,14 @@ def solve_block(sub: Subproblem, ybar: np.ndarray, cut_tol: float = 1e-7) -> Blo
 ITERATIONS_PER_DIMENSION = 10
 
 
-def _iteration_cap(a: sp.spmatrix) -> int:
-    return ITERATIONS_PER_DIMENSION * (a.shape[0] + a.shape[1])
+def _block_lp(cost, a: sp.spmatrix, row_lower, row_upper, col_lower=None) -> Highs:
+    """One of a block's persistent LPs: columns from ``col_lower`` (default 0) up, presolve off
+    (they are warm-started) and the simplex iteration cap."""
+    lower = np.zeros(a.shape[1]) if col_lower is None else col_lower
+    iteration_limit = ITERATIONS_PER_DIMENSION * (a.shape[0] + a.shape[1])
+    return Highs(
+        cost, lower, np.full(a.shape[1], INF), a, row_lower, row_upper, presolve=False, iteration_limit=iteration_limit
+    )
 
 
 class TimeUp(Exception):
@@ -213,16 +219,7 @@ def _primal(sub: Subproblem, rhs: np.ndarray):
     n_mu = len(sub.internal)
     upper = np.concatenate([np.full(sub.n_rows - n_mu, INF), rhs[sub.n_rows - n_mu :]])
     if sub._model is None:
-        sub._model = Highs(
-            sub.cost,
-            np.zeros(sub.a.shape[1]),
-            np.full(sub.a.shape[1], INF),
-            sub.a,
-            rhs,
-            upper,
-            presolve=False,
-            iteration_limit=_iteration_cap(sub.a),
-        )
+        sub._model = _block_lp(sub.cost, sub.a, rhs, upper)
     else:
         sub._model.set_row_bounds(np.arange(sub.n_rows), rhs, upper)
     return _timed(sub, sub._model)
@@ -255,15 +252,8 @@ def _ray_lp(sub: Subproblem, rhs: np.ndarray):
         lower = np.concatenate([np.zeros(n_ineq), np.full(n_mu, -INF)])
         norm = sp.csr_matrix(np.concatenate([np.ones(n_ineq), np.zeros(n_mu)])[None, :])
         a = sp.vstack([sub.a.T.tocsr(), norm], format="csr")
-        sub._ray = Highs(
-            -rhs,
-            lower,
-            np.full(sub.n_rows, INF),
-            a,
-            np.full(a.shape[0], -INF),
-            np.concatenate([np.zeros(sub.a.shape[1]), [1.0]]),
-            presolve=False,
-            iteration_limit=_iteration_cap(a),
+        sub._ray = _block_lp(
+            -rhs, a, np.full(a.shape[0], -INF), np.concatenate([np.zeros(sub.a.shape[1]), [1.0]]), lower
         )
     else:
         sub._ray.set_costs(-rhs)
@@ -284,16 +274,7 @@ def _elastic(sub: Subproblem, rhs: np.ndarray):
         a = sp.hstack([sub.a, sp.identity(sub.n_rows, format="csr"), slack_neg], format="csr")
         cost = np.concatenate([np.zeros(sub.a.shape[1]), np.ones(sub.n_rows + n_mu)])
         upper = np.concatenate([np.full(sub.n_rows - n_mu, INF), np.ones(n_mu)])
-        sub._elastic = Highs(
-            cost,
-            np.zeros(a.shape[1]),
-            np.full(a.shape[1], INF),
-            a,
-            rhs,
-            upper,
-            presolve=False,
-            iteration_limit=_iteration_cap(a),
-        )
+        sub._elastic = _block_lp(cost, a, rhs, upper)
     else:
         rows = np.arange(sub.n_alpha, sub.n_alpha + 2 * sub.n_link)
         sub._elastic.set_row_bounds(rows, rhs[rows], np.full(len(rows), INF))

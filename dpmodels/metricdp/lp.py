@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from .data import MDPGraph, MDPInstance
 
-__all__ = ["full_lp", "Highs", "mdp_rows", "safe_lower_bound", "Simplices", "record_simplices", "full_lp_simplices"]
+__all__ = ["full_lp", "Highs", "mdp_rows", "safe_lower_bound", "Simplices", "record_simplices"]
 
 INF = float("inf")
 
@@ -78,6 +78,7 @@ class Highs:
         import highspy
 
         self.highspy = highspy
+        self.simplices: Simplices | None = None  # row sums its builder declares, for safe_lower_bound
         self.h = highspy.Highs()
         self.h.setOptionValue("output_flag", False)
         if method != "simplex":
@@ -237,14 +238,14 @@ def full_lp(
     include_ub: bool = False,
 ) -> Highs:
     """The full perturbation LP (Eqs. 4-7) as a HiGHS model: the mDP rows, then the row sums
-    (:func:`full_lp_simplices`)."""
+    (declared as the model's ``simplices``)."""
     g = graph or instance.graph
     n, k = instance.N, instance.K
     index = np.arange(n)
     a = sp.vstack([mdp_rows(g.src, g.dst, g.coef, index, k), unit_rows(n, k)], format="csr")
     lower = np.concatenate([np.full(g.n_pairs * k, -INF), np.ones(n)])
     upper = np.concatenate([np.zeros(g.n_pairs * k), np.ones(n)])
-    return Highs(
+    model = Highs(
         instance.weighted_cost.ravel(),
         np.zeros(n * k),
         np.ones(n * k) if include_ub else np.full(n * k, INF),
@@ -254,9 +255,5 @@ def full_lp(
         method=method,
         time_limit=time_limit,
     )
-
-
-def full_lp_simplices(instance: MDPInstance, graph: MDPGraph | None = None) -> Simplices:
-    """The row sums of :func:`full_lp`'s model, for its certified bound."""
-    g = graph or instance.graph
-    return record_simplices(g.n_pairs * instance.K, instance.N, instance.K)
+    model.simplices = record_simplices(g.n_pairs * k, n, k)
+    return model

@@ -347,13 +347,13 @@ def test_keeping_the_row_sums_gives_a_bound_never_weaker_and_still_below_the_opt
     (up to its tolerance), a bound for perturbed ones, and at least the box bound for the same."""
     from mdp_cases import random_instance
 
-    from dpmodels.metricdp.lp import full_lp, full_lp_simplices, safe_lower_bound
+    from dpmodels.metricdp.lp import full_lp, safe_lower_bound
 
     inst = random_instance(seed, n, k, eps, 1.5)
     model = full_lp(inst)
     res = model.solve()
     box = (np.zeros(n * k), np.ones(n * k))
-    kept = full_lp_simplices(inst)
+    kept = model.simplices
     assert safe_lower_bound(model, *box, simplices=kept) == pytest.approx(res.objective, rel=1e-6, abs=1e-9)
     wrong = res.row_dual * (1 + noise * np.random.default_rng(seed).standard_normal(len(res.row_dual)))
     plain = safe_lower_bound(model, *box, row_dual=wrong)
