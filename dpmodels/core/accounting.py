@@ -23,7 +23,7 @@ from fractions import Fraction
 import pandas as pd
 
 from .errors import PrivacyParameterError
-from .noise import as_epsilon, exact
+from .noise import as_epsilon, check_noise_range, exact
 from .randomness import SECURE_SOURCE, describe
 from .samplers import exact_fraction
 
@@ -126,10 +126,11 @@ class PrivacyLedger:
         scale = sens / eps
         try:
             exact_fraction(scale, "scale")  # the samplers' own limit, checked before anything is drawn
+            check_noise_range(scale, "scale")  # and the exact integer range of a noisy count
         except PrivacyParameterError as err:
             raise PrivacyParameterError(
                 "epsilon",
-                f"{float(eps):.6g} for {query!r}: the exact samplers cannot represent its scale {err.problem}",
+                f"{float(eps):.6g} for {query!r} is refused: noise scale {err.problem}",
             ) from err
         m = Measurement(query, group, sens, eps, scale, noise, count)
         self.entries.append(m)

@@ -33,6 +33,10 @@ __all__ = [
     "as_epsilon",
     "noise_scale",
     "double_geometric",
+    "noisy_integers",
+    "check_noise_range",
+    "NOISE_BOUND",
+    "EXACT_RANGE",
     "double_geometric_pmf",
     "double_geometric_variance",
     "laplace",
@@ -86,6 +90,56 @@ def double_geometric(scale, size, rng=None) -> np.ndarray:
     exact fraction (a float as the decimal it prints as, like every budget here).
     """
     return discrete_laplace(exact(scale, "scale"), size, make_rng(rng))
+
+
+#: Every exact integer draw at ``scale`` is below ``NOISE_BOUND * scale`` in magnitude: the
+#: samplers draw ``(U + t V) // s`` with ``U < t`` and ``V <= 255`` (a larger ``V``, probability
+#: ``e^-256``, is refused, never wrapped), so ``|noise| < 256 t / s = 256 scale``.
+NOISE_BOUND = 256
+#: Noisy integer measurements stay within ``(-2^53, 2^53)``: every such integer is a float64, so
+#: whatever post-processing does in floating point starts from the exact noisy value.
+EXACT_RANGE = 2**53
+
+
+def check_noise_range(scale, field: str = "epsilon") -> Fraction:
+    """``scale`` if every draw at it keeps a noisy count exact, else refuse naming ``field``.
+
+    The noise stays below ``2^52`` (``NOISE_BOUND * scale <= 2^52``), so a true count below
+    ``2^52`` plus its noise is an integer of the exact range :data:`EXACT_RANGE`.  A wider noise
+    would force rounding somewhere, and a rounded sum of truth and noise can reveal the truth
+    (float64 double rounding: at eps = 2e-16 one count gave outputs = 2 mod 4, its neighbour never).
+    """
+    lam = exact(scale, "scale")
+    if NOISE_BOUND * lam > EXACT_RANGE // 2:
+        raise PrivacyParameterError(
+            field,
+            f"{float(lam):.6g} could draw noise of magnitude up to "
+            f"{float(NOISE_BOUND * lam):.3g}, beyond the exact integer range 2^52 ~ {float(EXACT_RANGE // 2):.3g} "
+            "of a noisy count (the sum would be rounded and could reveal the true count): pick a larger epsilon",
+        )
+    return lam
+
+
+def noisy_integers(truth, scale, rng=None) -> np.ndarray:
+    """``truth + Z`` in int64 arithmetic, ``Z`` exact double-geometric noise at ``scale``.
+
+    ``truth`` must hold integers of magnitude below ``2^52`` and ``scale`` must pass
+    :func:`check_noise_range`; both are checked before anything is drawn.  The result is exact
+    (no float ever holds a sum of truth and noise) and lies in ``(-2^53, 2^53)``, so converting it
+    to float64 later is exact too.
+    """
+    lam = check_noise_range(scale)
+    values = np.asarray(truth)
+    if values.size and not np.issubdtype(values.dtype, np.integer):
+        as_int = values.astype(np.int64)
+        if not np.array_equal(as_int, values):
+            raise PrivacyParameterError("truth", "noisy integer measurements need integer true values")
+        values = as_int
+    values = values.astype(np.int64, copy=True)
+    if values.size and int(np.abs(values).max()) >= EXACT_RANGE // 2:
+        raise PrivacyParameterError("truth", "a true value of magnitude >= 2^52 is outside the exact range")
+    values += discrete_laplace(lam, values.shape, make_rng(rng))
+    return values
 
 
 def double_geometric_pmf(values, scale) -> np.ndarray:
