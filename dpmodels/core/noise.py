@@ -18,6 +18,8 @@ All randomness comes from a ``numpy.random.Generator``; pass one or a seed
 from __future__ import annotations
 
 import math
+import re
+import sys
 from fractions import Fraction
 from numbers import Real
 
@@ -30,6 +32,7 @@ from .samplers import discrete_laplace
 __all__ = [
     "make_rng",
     "exact",
+    "parse_number",
     "as_epsilon",
     "noise_scale",
     "double_geometric",
@@ -45,27 +48,78 @@ __all__ = [
 ]
 
 
+#: A number as a user types it: a decimal (``0.5``, ``1e-3``, ``+2``) or a ratio of integers
+#: (``1/3``).  Python's own parsers also accept ``1_0`` (as 10), ``inf``, ``nan`` and surrounding
+#: blanks; a privacy parameter is read by this grammar only.
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?\d+/\d+")
+
+
+def parse_number(text: str, field: str) -> Fraction:
+    """``text`` read exactly as a decimal or a ratio of integers (see :data:`_NUMBER`), else refused.
+
+    Parameters
+    ----------
+    text
+        What the user typed, e.g. ``"0.1"``, ``"1e-3"`` or ``"1/3"``.
+    field
+        The parameter's name, used in the error.
+    """
+    if not _NUMBER.fullmatch(text):
+        raise PrivacyParameterError(
+            field, f"must be a decimal number such as 0.5 or 1e-3, or a ratio such as 1/3; got {text!r}"
+        )
+    try:
+        return Fraction(text)
+    except ZeroDivisionError as err:
+        raise PrivacyParameterError(field, f"divides by zero: {text!r}") from err
+
+
 def exact(value, field: str) -> Fraction:
-    """``value`` as an exact Fraction; floats are read as the decimal they print as (0.1 -> 1/10)."""
+    """``value`` as an exact Fraction; floats are read as the decimal they print as (0.1 -> 1/10),
+    strings by :func:`parse_number`."""
     if isinstance(value, Fraction):
         return value
     if isinstance(value, bool) or not isinstance(value, Real | str):
         raise PrivacyParameterError(field, f"must be a real number, got {value!r}")
+    if isinstance(value, str):
+        return parse_number(value.strip(), field)
     try:
         frac = Fraction(repr(float(value))) if isinstance(value, float) else Fraction(value)
-    except (ValueError, ZeroDivisionError) as err:
+    except (ValueError, ZeroDivisionError, OverflowError) as err:
         raise PrivacyParameterError(field, f"is not a finite number: {value!r}") from err
     return frac
 
 
 def as_epsilon(epsilon, field: str = "epsilon") -> Fraction:
-    """Validate a privacy budget: finite and strictly positive."""
+    """Validate a privacy budget: finite, strictly positive, and a normal float64 when rounded
+    (between about 2.2e-308 and 1.8e308), so that no later float conversion silently gives 0 or inf.
+
+    Parameters
+    ----------
+    epsilon
+        A Fraction, an int, a float (read as the decimal it prints as) or a string (:func:`parse_number`).
+    field
+        The parameter's name, used in errors.
+    """
     if isinstance(epsilon, float) and not math.isfinite(epsilon):
         raise PrivacyParameterError(field, f"must be finite and > 0, got {epsilon!r}")
     eps = exact(epsilon, field)
     if eps <= 0:
         raise PrivacyParameterError(field, f"must be > 0, got {epsilon!r}")
+    if eps > _FLOAT_MAX:
+        raise PrivacyParameterError(field, f"{_short_number(epsilon)} is too large: at most {sys.float_info.max:.3g}")
+    if eps < _FLOAT_TINY:
+        raise PrivacyParameterError(field, f"{_short_number(epsilon)} is too small: at least {sys.float_info.min:.3g}")
     return eps
+
+
+_FLOAT_MAX = Fraction(sys.float_info.max)
+_FLOAT_TINY = Fraction(sys.float_info.min)
+
+
+def _short_number(value) -> str:
+    text = str(value)
+    return text if len(text) <= 30 else text[:27] + "..."
 
 
 def noise_scale(sensitivity, epsilon, field: str = "epsilon") -> Fraction:

@@ -26,6 +26,7 @@ from .errors import PrivacyParameterError
 __all__ = [
     "SecureGenerator",
     "secure_generator",
+    "derive_secure",
     "make_rng",
     "release_rng",
     "is_secure",
@@ -38,22 +39,66 @@ SECURE_SOURCE = "secure: ChaCha20 keyed with 256 bits of OS entropy"
 SEEDED_SOURCE = "seeded: reproducible, NOT private (experiments on synthetic data only)"
 
 
+_MINT = object()  # only this module makes SecureGenerators: the label must follow the key's origin
+
+
 class SecureGenerator(np.random.Generator):
-    """A numpy Generator over a ChaCha20 stream keyed from OS entropy (see :func:`secure_generator`)."""
+    """A numpy Generator over a ChaCha20 stream keyed from OS entropy.
+
+    Made only by :func:`secure_generator` (a fresh key from ``secrets``) or :func:`derive_secure`
+    (a key read from another secure generator's stream).  Calling the class directly is refused:
+    ``SecureGenerator(PCG64(0))`` or a ChaCha20 with a known key would otherwise carry the secure
+    label while drawing predictable noise.
+    """
+
+    def __init__(self, bit_generator, *, _mint=None):
+        if _mint is not _MINT:
+            raise TypeError(
+                "SecureGenerator is made by dpmodels.core.randomness.secure_generator() (or derive_secure from "
+                "another secure generator); wrap a seeded bit generator in numpy.random.Generator instead"
+            )
+        if type(bit_generator) is not randomgen.ChaCha or bit_generator.state["state"]["rounds"] != 20:
+            raise TypeError("a SecureGenerator draws from ChaCha20 (randomgen.ChaCha with 20 rounds)")
+        super().__init__(bit_generator)
+        self._origin = bit_generator
 
 
 def secure_generator() -> SecureGenerator:
     """A fresh cryptographically secure Generator: ChaCha20 with a 256-bit key from ``secrets``."""
-    return SecureGenerator(randomgen.ChaCha(key=secrets.randbits(256), counter=0, rounds=20))
+    return SecureGenerator(randomgen.ChaCha(key=secrets.randbits(256), counter=0, rounds=20), _mint=_MINT)
+
+
+def derive_secure(parent: SecureGenerator) -> SecureGenerator:
+    """A ChaCha20 generator keyed with 256 bits of ``parent``'s stream (secure because ``parent`` is).
+
+    Parameters
+    ----------
+    parent
+        A secure generator (:func:`is_secure`); anything else is refused.
+    """
+    if not is_secure(parent):
+        raise PrivacyParameterError("parent", "derive_secure needs a secure generator (made by secure_generator)")
+    words = np.asarray(parent.bit_generator.random_raw(4), dtype=np.uint64).tolist()
+    key = sum(int(w) << (64 * i) for i, w in enumerate(words))
+    return SecureGenerator(randomgen.ChaCha(key=key, counter=0, rounds=20), _mint=_MINT)
 
 
 def is_secure(rng) -> bool:
-    """Whether ``rng`` is a Generator made by :func:`secure_generator`."""
-    return isinstance(rng, SecureGenerator)
+    """Whether ``rng`` draws from a ChaCha20 stream this module keyed from OS entropy.
+
+    Checked on the generator actually used: its class, its bit generator (the one it was made
+    with, ChaCha with 20 rounds), not merely a label.
+    """
+    return (
+        isinstance(rng, SecureGenerator)
+        and getattr(rng, "_origin", None) is rng.bit_generator
+        and type(rng.bit_generator) is randomgen.ChaCha
+        and rng.bit_generator.state["state"]["rounds"] == 20
+    )
 
 
 def describe(rng) -> str:
-    """The randomness source of ``rng`` as recorded in ledgers and releases."""
+    """The randomness source of ``rng`` as recorded in ledgers and releases (see :func:`is_secure`)."""
     return SECURE_SOURCE if is_secure(rng) else SEEDED_SOURCE
 
 

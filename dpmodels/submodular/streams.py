@@ -17,19 +17,11 @@ mechanisms, the only draws whose law depends on the data) and data-independent o
 from __future__ import annotations
 
 import numpy as np
-import randomgen
 
 from dpmodels.core.errors import PrivacyParameterError
-from dpmodels.core.randomness import SecureGenerator, is_secure, secure_generator
+from dpmodels.core.randomness import derive_secure, is_secure, secure_generator
 
 __all__ = ["streams", "derive_secure"]
-
-
-def derive_secure(parent: SecureGenerator) -> SecureGenerator:
-    """A ChaCha20 generator keyed with 256 bits of ``parent``'s stream (secure if ``parent`` is)."""
-    words = np.asarray(parent.bit_generator.random_raw(4), dtype=np.uint64).tolist()
-    key = sum(int(w) << (64 * i) for i, w in enumerate(words))
-    return SecureGenerator(randomgen.ChaCha(key=key, counter=0, rounds=20))
 
 
 def streams(seed, names) -> dict[str, np.random.Generator]:
