@@ -26,6 +26,7 @@ from .errors import PrivacyParameterError
 from .noise import as_epsilon, check_noise_range, exact
 from .randomness import SECURE_SOURCE, describe
 from .samplers import exact_fraction
+from .zcdp import bun_steinke_epsilon, drv_epsilon, rho_of_epsilon
 
 __all__ = ["split_budget", "Measurement", "PrivacyLedger", "NonPrivateComponentError", "check_epsilon", "step_epsilon"]
 
@@ -205,31 +206,37 @@ class PrivacyLedger:
     def total_delta(self) -> Fraction:
         return self.basic_exact()[1]
 
-    def zcdp(self, delta_prime: float) -> tuple[float, float]:
-        """Bun-Steinke: ``eps_g``-DP is ``eps_g^2/2``-zCDP; ``rho``-zCDP is ``(rho + 2 sqrt(rho ln 1/d'), d')``."""
-        _check_delta_prime(delta_prime)
-        groups = self.groups().values()
-        rho = sum(0.5 * float(e) ** 2 for e, _ in groups)
-        eps = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta_prime))
-        return eps, delta_prime + sum(float(d) for _, d in groups)
+    def zcdp(self, delta_prime) -> tuple[Fraction, Fraction]:
+        """Bun-Steinke: ``eps_g``-DP is ``eps_g^2/2``-zCDP; ``rho``-zCDP is ``(rho + 2 sqrt(rho ln 1/d'), d')``.
 
-    def drv(self, delta_prime: float) -> tuple[float, float]:
-        """Dwork-Rothblum-Vadhan with ``eps0 = max eps_g``: ``eps0 sqrt(2k ln 1/d') + k eps0 (e^eps0 - 1)``."""
-        _check_delta_prime(delta_prime)
+        The epsilon is an exact upper bound (:func:`dpmodels.core.zcdp.bun_steinke_epsilon`, rounded up)."""
+        d_prime = _check_delta_prime(delta_prime)
+        groups = self.groups().values()
+        if any(math.isinf(e) for e, _ in groups):
+            return math.inf, d_prime + sum((d for _, d in groups), Fraction(0))
+        rho = sum((rho_of_epsilon(e) for e, _ in groups), Fraction(0))
+        return bun_steinke_epsilon(rho, d_prime), d_prime + sum((d for _, d in groups), Fraction(0))
+
+    def drv(self, delta_prime) -> tuple[Fraction, Fraction]:
+        """Dwork-Rothblum-Vadhan with ``eps0 = max eps_g``: ``eps0 sqrt(2k ln 1/d') + k eps0 (e^eps0 - 1)``,
+        an exact upper bound (:func:`dpmodels.core.zcdp.drv_epsilon`, rounded up)."""
+        d_prime = _check_delta_prime(delta_prime)
         groups = list(self.groups().values())
         k = len(groups)
-        eps0 = max((float(e) for e, _ in groups), default=0.0)
-        delta0 = max((float(d) for _, d in groups), default=0.0)
-        eps = eps0 * math.sqrt(2 * k * math.log(1.0 / delta_prime)) + k * eps0 * math.expm1(eps0)
-        return eps, delta_prime + k * delta0
+        eps0 = max((e for e, _ in groups), default=Fraction(0))
+        delta0 = max((d for _, d in groups), default=Fraction(0))
+        if math.isinf(eps0):
+            return math.inf, d_prime + k * delta0
+        return drv_epsilon(eps0, k, d_prime), d_prime + k * delta0
 
-    def total(self, delta_prime: float | None = None) -> tuple[float, float]:
+    def total(self, delta_prime=None) -> tuple[float, float]:
         """The smallest valid ``(eps, delta)`` bound: basic, or with ``delta_prime`` also zCDP and DRV
-        (the minimum epsilon among the bounds; its delta comes with it)."""
-        bounds = [self.basic()]
+        (the minimum epsilon among the bounds; its delta comes with it), as floats for reports."""
+        bounds = [self.basic_exact()]
         if delta_prime is not None:
             bounds += [self.zcdp(delta_prime), self.drv(delta_prime)]
-        return min(bounds, key=lambda b: (b[0], b[1]))
+        eps, delta = min(bounds, key=lambda b: (b[0], b[1]))
+        return float(eps), float(delta)
 
     def summary(self, delta_prime: float | None = None) -> dict:
         eps, delta = self.total(delta_prime)
@@ -262,6 +269,8 @@ class PrivacyLedger:
         )
 
 
-def _check_delta_prime(delta_prime: float) -> None:
-    if not 0 < delta_prime < 1:
+def _check_delta_prime(delta_prime) -> Fraction:
+    value = exact(delta_prime, "delta_prime") if not isinstance(delta_prime, bool) else None
+    if value is None or not 0 < value < 1:
         raise PrivacyParameterError("delta_prime", f"must be in (0, 1), got {delta_prime}")
+    return value
