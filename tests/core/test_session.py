@@ -74,3 +74,92 @@ def test_a_mechanism_that_overspends_is_withheld_and_charged(data):
 def test_bad_budgets_and_requests_are_refused(data, budget, request_):
     with pytest.raises(PrivacyParameterError):
         PrivacySession(data, epsilon=budget).run("x", CountingMeasure(), request_)
+
+
+# ---------------------------------------------------------------- issue 22: charge first, lock, persist
+def test_a_mechanism_that_raises_is_charged_and_cannot_be_retried_for_free(data):
+    """Regression: a mechanism that raised inside run was never charged and could be retried forever."""
+    session = PrivacySession(data, epsilon=1, name="taxi")
+
+    def fails_after_drawing(d, epsilon, rng):
+        rng.integers(10)  # it may have drawn noise before failing
+        raise RuntimeError("solver crashed")
+
+    with pytest.raises(RuntimeError):
+        session.run("flaky", fails_after_drawing, "0.6")
+    assert session.spent_epsilon == Fraction(3, 5) and session.charges[0].status == "failed"
+    with pytest.raises(BudgetExceededError):
+        session.run("flaky again", fails_after_drawing, "0.6")
+
+
+def test_threads_cannot_both_spend_the_last_of_a_budget(data):
+    """Regression: two threads asking 0.6 of 1 both got it in 40 of 40 trials (check, then charge, no lock)."""
+    import threading
+
+    for _ in range(20):
+        session = PrivacySession(data, epsilon=1)
+        start = threading.Barrier(2)
+        granted = []
+
+        def ask(session=session, start=start, granted=granted):
+            start.wait()
+            try:
+                session.run("x", _slow_mechanism, "0.6")
+                granted.append(1)
+            except BudgetExceededError:
+                pass
+
+        threads = [threading.Thread(target=ask) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(granted) == 1 and session.spent_epsilon == Fraction(3, 5)
+
+
+class _Spent:
+    """A mechanism ledger that spent exactly its grant."""
+
+    def __init__(self, epsilon):
+        self.total_epsilon = epsilon
+
+
+def test_a_database_session_persists_across_sessions_and_refuses_beyond_it(data, tmp_path):
+    from dpmodels.core.budget import BudgetDatabase
+
+    db = BudgetDatabase(tmp_path / "budget.db")
+    db.init("taxi", "epsilon", 1)
+    first = PrivacySession.from_database(data, db, "taxi", command="test", inputs={"data": {"sha256": "ab"}})
+    first.run("counts", CountingMeasure(), "0.5")
+    second = PrivacySession.from_database(data, tmp_path / "budget.db", "taxi")
+    assert second.spent_epsilon == Fraction(1, 2) and second.remaining_epsilon == Fraction(1, 2)
+    mech = CountingMeasure()
+    with pytest.raises(BudgetExceededError, match="nothing was drawn"):
+        second.run("counts", mech, "0.6")
+    assert mech.calls == 0
+    charges = db.dataset("taxi").charges
+    assert [(c.cost, c.status, c.inputs) for c in charges] == [(Fraction(1, 2), "charged", {"data": {"sha256": "ab"}})]
+
+
+def test_a_rho_budget_charges_pure_requests_as_half_their_square(data, tmp_path):
+    session = PrivacySession(data, "1/2", unit="rho")
+    session.run("counts", CountingMeasure(), "0.5")  # 0.5-DP is 1/8-zCDP
+    assert session.spent_epsilon == Fraction(1, 8) and session.to_dict()["spent"]["rho"] == "1/8"
+    with pytest.raises(BudgetExceededError):
+        session.run("counts", CountingMeasure(), 1)  # would cost 1/2 with 3/8 left
+
+
+def test_a_seeded_generator_needs_not_private(data):
+    import numpy as np
+
+    with pytest.raises(PrivacyParameterError, match="not private"):
+        PrivacySession(data, 1, rng=np.random.default_rng(0))
+    assert not PrivacySession(data, 1, rng=np.random.default_rng(0), not_private=True).private
+
+
+def _slow_mechanism(data, epsilon, rng):
+    """A mechanism that takes a moment, as real ones do (the window the old check-then-charge left open)."""
+    import time
+
+    time.sleep(0.005)
+    return None, _Spent(epsilon)

@@ -1,0 +1,435 @@
+"""A budget database: one privacy budget per declared dataset, charged in one transaction per release.
+
+Every ``dpmodels release`` used to open a fresh session: three runs of ``release pgsr --epsilon 1``
+on the same file gave three releases whose ledgers each said "spent 1 of 1".  A
+:class:`BudgetDatabase` keeps the budget between runs and between processes:
+
+* it is an SQLite file in WAL mode (the standard library; readers never wait for a writer);
+* a dataset is keyed by the **name the user declares** (``budget init --dataset census-2020``), not
+  by a file's hash: a corrected data file is the same population, so it draws on the same budget
+  (the SHA-256 of every input is recorded with each charge instead);
+* :meth:`BudgetDatabase.charge` checks what remains and records the charge in one ``BEGIN
+  IMMEDIATE`` transaction, so concurrent processes cannot overspend (SQLite serialises writers);
+* a charge is committed **before** any noise is drawn, so a crash after it loses the budget,
+  never the record of it; :meth:`complete` and :meth:`fail` later add the outcome (status
+  ``released`` with the outputs' hashes, or ``failed``); a charge that stays ``charged`` was
+  interrupted;
+* charges are append-only (SQLite triggers refuse deleting a charge or editing its cost).
+
+Budgets are exact fractions (stored as text such as ``"1/3"``) in one of three units:
+
+* ``epsilon``: pure DP (with an optional ``delta`` for approximate DP);
+* ``rho``: zCDP; a pure ``eps`` request costs ``eps^2/2`` (exact); ``budget show`` also gives the
+  ``(eps, delta)`` it implies at a declared delta (Canonne-Kamath-Steinke, :mod:`.zcdp`);
+* ``epsilon_per_km``: metric DP (local, per record): requests of that unit only.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+
+from .errors import DataValidationError, PrivacyParameterError
+from .noise import as_epsilon, exact
+
+__all__ = [
+    "UNITS",
+    "BudgetExceededError",
+    "BudgetRequest",
+    "Charge",
+    "DatasetBudget",
+    "BudgetDatabase",
+]
+
+SCHEMA_VERSION = 1
+#: Budget units and what they mean.
+UNITS = {
+    "epsilon": "pure DP epsilon (approximate DP when a delta is budgeted too); sequential composition adds",
+    "rho": "zCDP rho; a pure-DP eps costs eps^2/2; sequential composition adds",
+    "epsilon_per_km": "metric DP (local, per record) epsilon per km; releases of the same records add",
+}
+_BUSY_SECONDS = 120.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS datasets (
+    name TEXT PRIMARY KEY, unit TEXT NOT NULL, budget TEXT NOT NULL, delta TEXT NOT NULL,
+    created TEXT NOT NULL, note TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS charges (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    dataset TEXT NOT NULL REFERENCES datasets(name),
+    time TEXT NOT NULL, label TEXT NOT NULL, command TEXT NOT NULL,
+    cost TEXT NOT NULL, delta TEXT NOT NULL, requested TEXT NOT NULL,
+    status TEXT NOT NULL, inputs TEXT NOT NULL, outputs TEXT NOT NULL,
+    manifest TEXT NOT NULL DEFAULT '', note TEXT NOT NULL DEFAULT ''
+);
+CREATE TRIGGER IF NOT EXISTS charges_append_only BEFORE DELETE ON charges
+BEGIN SELECT RAISE(ABORT, 'charges are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS charges_cost_fixed BEFORE UPDATE OF dataset, cost, delta, requested, time ON charges
+BEGIN SELECT RAISE(ABORT, 'a charge''s cost is fixed once recorded'); END;
+CREATE TRIGGER IF NOT EXISTS datasets_fixed BEFORE UPDATE ON datasets
+BEGIN SELECT RAISE(ABORT, 'a dataset''s budget is fixed once declared'); END;
+"""
+
+
+class BudgetExceededError(PrivacyParameterError):
+    """A request asked for more privacy budget than is left; nothing was drawn or charged."""
+
+
+@dataclass(frozen=True)
+class BudgetRequest:
+    """What one release asks for, in its own unit (converted to the dataset's by :meth:`cost_in`).
+
+    Parameters
+    ----------
+    unit
+        ``"epsilon"``, ``"rho"`` or ``"epsilon_per_km"`` (:data:`UNITS`).
+    amount
+        The epsilon, rho or epsilon per km asked for, exact.
+    delta
+        The delta of an approximate-DP request (0 for pure DP, zCDP and metric DP).
+    """
+
+    unit: str
+    amount: Fraction
+    delta: Fraction = Fraction(0)
+
+    def __post_init__(self):
+        if self.unit not in UNITS:
+            raise DataValidationError("unit", f"must be one of {sorted(UNITS)}, got {self.unit!r}")
+        object.__setattr__(self, "amount", exact(self.amount, self.unit))
+        object.__setattr__(self, "delta", exact(self.delta, "delta"))
+        if self.amount < 0 or not 0 <= self.delta < 1:
+            raise PrivacyParameterError(self.unit, f"needs amount >= 0 and delta in [0, 1), got {self}")
+
+    def cost_in(self, unit: str) -> Fraction:
+        """The request's cost in a budget of ``unit``, exactly; refused where no conversion holds."""
+        if unit == self.unit:
+            return self.amount
+        if unit == "rho" and self.unit == "epsilon" and self.delta == 0:
+            return self.amount * self.amount / 2  # pure eps-DP is eps^2/2-zCDP (Bun-Steinke, Prop. 1.4)
+        raise PrivacyParameterError(
+            "--dataset",
+            f"a {self.unit} request{' with delta > 0' if self.delta else ''} cannot be charged to a budget in "
+            f"{unit} (no conversion holds that way); declare the dataset's budget in {self.unit}",
+        )
+
+    def to_dict(self) -> dict:
+        return {"unit": self.unit, "amount": str(self.amount), "delta": str(self.delta)}
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One recorded charge of a dataset's budget."""
+
+    id: int
+    dataset: str
+    time: str
+    label: str
+    command: str
+    cost: Fraction
+    delta: Fraction
+    requested: dict
+    status: str
+    inputs: dict
+    outputs: dict
+    manifest: str = ""
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "time": self.time,
+            "label": self.label,
+            "command": self.command,
+            "cost": str(self.cost),
+            "delta": str(self.delta),
+            "requested": self.requested,
+            "status": self.status,
+            "inputs": self.inputs,
+            "outputs": self.outputs,
+            "manifest": self.manifest,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class DatasetBudget:
+    """A dataset's declared budget, what its charges spent, and the charges themselves."""
+
+    name: str
+    unit: str
+    budget: Fraction
+    delta: Fraction
+    created: str
+    charges: list[Charge] = field(default_factory=list)
+
+    @property
+    def spent(self) -> Fraction:
+        return sum((c.cost for c in self.charges), Fraction(0))
+
+    @property
+    def spent_delta(self) -> Fraction:
+        return sum((c.delta for c in self.charges), Fraction(0))
+
+    @property
+    def remaining(self) -> Fraction:
+        return self.budget - self.spent
+
+    @property
+    def remaining_delta(self) -> Fraction:
+        return self.delta - self.spent_delta
+
+    def to_dict(self) -> dict:
+        return {
+            "dataset": self.name,
+            "unit": self.unit,
+            "budget": str(self.budget),
+            "delta": str(self.delta),
+            "spent": str(self.spent),
+            "spent_delta": str(self.spent_delta),
+            "remaining": str(self.remaining),
+            "created": self.created,
+            "charges": [c.to_dict() for c in self.charges],
+        }
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class BudgetDatabase:
+    """The budgets of declared datasets in one SQLite file (see the module docstring).
+
+    Parameters
+    ----------
+    path
+        The database file. :meth:`init` creates it; every other method needs it to exist.
+    """
+
+    def __init__(self, path):
+        self.path = Path(path)
+
+    # ------------------------------------------------------------------ connections
+    @contextmanager
+    def _connect(self, create: bool = False) -> Iterator[sqlite3.Connection]:
+        if not create and not self.path.is_file():
+            raise DataValidationError(
+                "--budget-db", f"{self.path} does not exist; create it with `dpmodels budget init --db {self.path} ...`"
+            )
+        if not self.path.parent.is_dir():
+            raise DataValidationError("--budget-db", f"the folder {self.path.parent} does not exist")
+        try:
+            conn = sqlite3.connect(self.path, timeout=_BUSY_SECONDS, isolation_level=None)
+        except sqlite3.Error as err:
+            raise DataValidationError("--budget-db", f"{self.path}: {err}") from err
+        with closing(conn):
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA foreign_keys=ON")
+                conn.execute("PRAGMA synchronous=FULL")
+                if create:
+                    conn.executescript(_SCHEMA)
+                    conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                self._check_schema(conn)
+            except sqlite3.DatabaseError as err:
+                raise _database_error(self.path, err) from err
+            yield conn
+
+    def _check_schema(self, conn) -> None:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None or int(row[0]) != SCHEMA_VERSION:
+            raise DataValidationError(
+                "--budget-db", f"{self.path} has schema {row and row[0]}, this dpmodels reads {SCHEMA_VERSION}"
+            )
+
+    @contextmanager
+    def _transaction(self, conn) -> Iterator[None]:
+        conn.execute("BEGIN IMMEDIATE")  # the write lock: check and charge see no other writer
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # ------------------------------------------------------------------ datasets
+    def init(self, dataset: str, unit: str, budget, delta=0, note: str = "") -> DatasetBudget:
+        """Declare ``dataset`` with a total ``budget`` in ``unit`` (and a ``delta`` for approximate DP).
+
+        Parameters
+        ----------
+        dataset
+            The declared name releases will charge (``--dataset``).
+        unit
+            ``"epsilon"``, ``"rho"`` or ``"epsilon_per_km"``.
+        budget
+            The total, exact (``"1"``, ``"0.5"``, ``"1/3"``).
+        delta
+            The total delta (``epsilon`` budgets only).
+        note
+            Free text recorded with the dataset.
+        """
+        name = _dataset_name(dataset)
+        if unit not in UNITS:
+            raise DataValidationError("unit", f"must be one of {sorted(UNITS)}, got {unit!r}")
+        total = as_epsilon(budget, f"--{unit.replace('_', '-')}")
+        dlt = exact(delta, "--delta")
+        if not 0 <= dlt < 1 or (dlt and unit != "epsilon"):
+            raise PrivacyParameterError("--delta", f"must be in [0, 1), and only with --epsilon; got {delta!r}")
+        with self._connect(create=True) as conn, self._transaction(conn):
+            if conn.execute("SELECT 1 FROM datasets WHERE name = ?", (name,)).fetchone():
+                raise DataValidationError("--dataset", f"{name!r} already has a budget in {self.path}")
+            conn.execute(
+                "INSERT INTO datasets VALUES (?, ?, ?, ?, ?, ?)", (name, unit, str(total), str(dlt), _now(), note)
+            )
+        return self.dataset(name)
+
+    def datasets(self) -> list[str]:
+        """The declared dataset names, in the order they were declared."""
+        with self._connect() as conn:
+            return [row[0] for row in conn.execute("SELECT name FROM datasets ORDER BY rowid")]
+
+    def dataset(self, name: str) -> DatasetBudget:
+        """``name``'s budget and every charge, in order."""
+        with self._connect() as conn:
+            return self._read(conn, _dataset_name(name))
+
+    def _read(self, conn, name: str) -> DatasetBudget:
+        row = conn.execute("SELECT unit, budget, delta, created FROM datasets WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            known = [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY rowid")]
+            raise DataValidationError(
+                "--dataset", f"{name!r} has no budget in {self.path} (declared: {known}); see `dpmodels budget init`"
+            )
+        unit, budget, delta, created = row
+        charges = [_charge(r) for r in conn.execute("SELECT * FROM charges WHERE dataset = ? ORDER BY id", (name,))]
+        return DatasetBudget(name, unit, Fraction(budget), Fraction(delta), created, charges)
+
+    # ------------------------------------------------------------------ charges
+    def charge(
+        self, dataset: str, request: BudgetRequest, label: str, command: str = "", inputs=None, outputs=None
+    ) -> Charge:
+        """Check ``request`` against what remains of ``dataset`` and record it, in one transaction.
+
+        Raises :class:`BudgetExceededError` (recording nothing) when it does not fit.  The charge
+        is committed before this returns: draw noise only afterwards.
+
+        Parameters
+        ----------
+        dataset
+            The declared dataset name.
+        request
+            What the release asks for.
+        label
+            What runs (mechanism, options), for ``budget show``.
+        command
+            The command line, for the record.
+        inputs
+            Input files: name -> ``{"path", "sha256", "bytes"}``.
+        outputs
+            Output paths the release will write: name -> path.
+        """
+        name = _dataset_name(dataset)
+        with self._connect() as conn, self._transaction(conn):
+            budget = self._read(conn, name)
+            cost = request.cost_in(budget.unit)
+            if cost > budget.remaining or request.delta > budget.remaining_delta:
+                raise BudgetExceededError(
+                    "--epsilon" if request.unit != "rho" else "--rho",
+                    f"{label!r} asks for {_amount(cost, budget.unit, request.delta)} but {name!r} has "
+                    f"{_amount(budget.remaining, budget.unit, budget.remaining_delta)} left of "
+                    f"{_amount(budget.budget, budget.unit, budget.delta)} in {self.path}; nothing was drawn or written",
+                )
+            cursor = conn.execute(
+                "INSERT INTO charges (dataset, time, label, command, cost, delta, requested, status, inputs, outputs)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'charged', ?, ?)",
+                (
+                    name,
+                    _now(),
+                    label,
+                    command,
+                    str(cost),
+                    str(request.delta),
+                    json.dumps(request.to_dict()),
+                    json.dumps(inputs or {}),
+                    json.dumps({k: str(v) for k, v in (outputs or {}).items()}),
+                ),
+            )
+            charge_id = cursor.lastrowid
+        return self._charge_by_id(charge_id)
+
+    def record_excess(self, dataset: str, request: BudgetRequest, label: str, command: str = "") -> int:
+        """Record spend beyond what was granted (a mechanism that overspent: a bug, charged anyway,
+        even past the budget, so that the database never understates what was spent)."""
+        name = _dataset_name(dataset)
+        with self._connect() as conn, self._transaction(conn):
+            cost = request.cost_in(self._read(conn, name).unit)
+            cursor = conn.execute(
+                "INSERT INTO charges (dataset, time, label, command, cost, delta, requested, status, inputs, outputs)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'withheld', '{}', '{}')",
+                (name, _now(), label, command, str(cost), str(request.delta), json.dumps(request.to_dict())),
+            )
+            return cursor.lastrowid
+
+    def _charge_by_id(self, charge_id: int) -> Charge:
+        with self._connect() as conn:
+            return _charge(conn.execute("SELECT * FROM charges WHERE id = ?", (charge_id,)).fetchone())
+
+    def complete(self, charge_id: int, outputs: dict, manifest: str = "") -> None:
+        """Record that charge ``charge_id``'s release was written: its outputs (name -> path and
+        SHA-256) and manifest."""
+        self._finish(charge_id, "released", outputs=json.dumps(outputs), manifest=str(manifest))
+
+    def fail(self, charge_id: int, reason: str) -> None:
+        """Record that charge ``charge_id``'s release failed after the charge (the budget stays spent)."""
+        self._finish(charge_id, "failed", note=reason[:2000])
+
+    def _finish(self, charge_id: int, status: str, **columns) -> None:
+        sets = ", ".join(f"{column} = ?" for column in ["status", *columns])
+        with self._connect() as conn, self._transaction(conn):
+            conn.execute(f"UPDATE charges SET {sets} WHERE id = ?", (status, *columns.values(), charge_id))
+
+
+def _database_error(path: Path, err: sqlite3.DatabaseError) -> DataValidationError:
+    if "locked" in str(err) or "busy" in str(err):
+        return DataValidationError("--budget-db", f"{path} stayed locked by another process for {_BUSY_SECONDS:g} s")
+    return DataValidationError("--budget-db", f"{path} is not a dpmodels budget database ({err})")
+
+
+def _dataset_name(name) -> str:
+    text = str(name or "").strip()
+    if not text or len(text) > 200 or any(ch in text for ch in "\n\r\t"):
+        raise DataValidationError("--dataset", f"must be a declared name of 1-200 characters on one line, got {name!r}")
+    return text
+
+
+def _charge(row) -> Charge:
+    cid, dataset, when, label, command, cost, delta, requested, status, inputs, outputs, manifest, note = row
+    return Charge(
+        cid,
+        dataset,
+        when,
+        label,
+        command,
+        Fraction(cost),
+        Fraction(delta),
+        json.loads(requested),
+        status,
+        json.loads(inputs),
+        json.loads(outputs),
+        manifest,
+        note,
+    )
+
+
+def _amount(value: Fraction, unit: str, delta: Fraction = Fraction(0)) -> str:
+    text = f"{unit} {value} (~{float(value):.6g})"
+    return text + (f", delta {delta}" if delta else "")
