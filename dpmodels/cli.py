@@ -11,12 +11,14 @@ dpmodels compare facility [options]     private facility location vs MIP optimum
 dpmodels bench pgsr|topdown|mdp|submodular|facility|noise [options]
                                         speed and memory bars, ratios measured in one run
 dpmodels release pgsr|topdown|mdp|submodular|facility [options]
-                                        a private release of your data files, with its JSON ledger
+                                        a private release of your data files, with its ledger and manifest
+dpmodels budget init|show [options]      a budget database: declare a dataset's budget, see what was spent
 
 Each family declares its commands once, in ``dpmodels/<family>/commands.py`` (a
 :class:`~dpmodels.core.commands.Family`); this module loops over :data:`FAMILIES`.  Every
 ``compare <family>`` finishes in under a minute with no arguments; the paper-scale runs are
-behind flags (see each ``--help``).  Exit codes: 0 done, 1 the run failed, 2 bad arguments.
+behind flags (see each ``--help``).  Exit codes: 0 done, 1 the run failed, 2 bad arguments (or a budget
+that does not fit), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import argparse
 import sys
 
 from dpmodels.core.bench import COMMAND as NOISE_BENCH
+from dpmodels.core.budget_commands import INIT as BUDGET_INIT
+from dpmodels.core.budget_commands import SHOW as BUDGET_SHOW
 from dpmodels.core.commands import Command, HelpFormatter, check_outputs
 from dpmodels.core.errors import DPModelsError
 from dpmodels.facility.commands import FAMILY as FACILITY
@@ -40,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as done:  # argparse: --help / --version (0) or bad arguments (2)
         return int(done.code or 0)
+    args._argv = list(sys.argv[1:] if argv is None else argv)  # recorded with releases and budget charges
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
@@ -51,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print("dpmodels: interrupted", file=sys.stderr)
-        return 1
+        return 130
     except Exception as err:  # the run itself failed (a solver error, a crash): exit code 1
         print(f"dpmodels: the run failed: {type(err).__name__}: {err}", file=sys.stderr)
         return 1
@@ -76,8 +81,12 @@ def _parser() -> argparse.ArgumentParser:
     cmp_sub = cmp_.add_subparsers(dest="family", required=True)
     bench = sub.add_parser("bench", help="measured speed and memory bars")
     bench_sub = bench.add_subparsers(dest="family", required=True)
-    rel = sub.add_parser("release", help="private release of your data (secure exact noise, budget, ledger)")
+    rel = sub.add_parser("release", help="private release of your data (secure exact noise, budget, ledger, manifest)")
     rel_sub = rel.add_subparsers(dest="family", required=True)
+    budget = sub.add_parser("budget", help="the budget database: declare a dataset's budget, show what was spent")
+    budget_sub = budget.add_subparsers(dest="action", required=True)
+    _add_command(budget_sub, "init", BUDGET_INIT)
+    _add_command(budget_sub, "show", BUDGET_SHOW)
     for family in FAMILIES:
         _add_family(family, cmp_sub, bench_sub, rel_sub)
     _add_command(bench_sub, "noise", NOISE_BENCH)

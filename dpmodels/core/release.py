@@ -1,20 +1,49 @@
-"""The shared tail of every ``dpmodels release <family>`` command.
+"""The shared tail of every ``dpmodels release <family>`` command: :func:`run_release`.
 
-A release reads a user's files, opens a :class:`~dpmodels.core.session.PrivacySession` on
-them, runs one family's mechanism, and writes the output with the session's JSON ledger
-beside it.  Everything that can be checked is checked before any noise is drawn: the
-output paths (folder exists, not a directory), the budget, the seed policy.
+A family declares its release as a :class:`ReleaseSpec`: its input and output files, how to load
+the data (with the *declared* public facts), and how to run its mechanism through a
+:class:`~dpmodels.core.session.PrivacySession` (returning a :class:`ReleaseOutcome`: the tables,
+its :class:`~dpmodels.core.facts.ReleaseFacts` and a summary).  :func:`run_release` does the rest,
+in this order, so that nothing is drawn before everything that can be checked was checked:
+
+1. the outputs, ledger and manifest paths (:func:`~dpmodels.core.staging.check_targets`: no
+   existing file without ``--force``, never an input, no device), the seed policy and the budget's
+   syntax;
+2. the family's own up-front checks (e.g. the memory a declared ``N`` needs), then the data;
+3. the SHA-256 of every input;
+4. the budget: a fresh one of ``--epsilon``, or the declared dataset's in ``--budget-db``, charged
+   before any noise is drawn (a request beyond what remains is refused, exit 2, nothing written);
+5. the mechanism, then every output, the JSON ledger and the manifest written aside and moved into
+   place together (:class:`~dpmodels.core.staging.StagedOutputs`, the manifest last), and the
+   charge marked released in the database with the outputs' hashes.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
+import pandas as pd
+
+from .budget import BudgetDatabase
 from .errors import DataValidationError
+from .facts import ReleaseFacts
+from .manifest import build_manifest, options_of
+from .noise import as_epsilon
+from .randomness import release_rng
 from .session import PrivacySession
+from .staging import StagedOutputs, check_targets, file_record, interruptible
 
 __all__ = [
+    "ReleaseSpec",
+    "ReleaseOutcome",
+    "run_release",
     "add_common_arguments",
     "check_output_path",
     "ledger_path",
@@ -32,20 +61,40 @@ DEFAULT_OUTPUTS = {"--out": "where to write the release"}
 def add_common_arguments(
     parser: argparse.ArgumentParser, outputs: dict[str, str] | None = None, *, epsilon_help: str | None = None
 ) -> None:
-    """The options every release takes: budget, output files, ledger, and the seed policy.
+    """The options every release takes: budget, output files, ledger, manifest, budget database,
+    ``--force`` and the seed policy.
 
-    ``outputs`` maps each required output option to its help (default: one ``--out``); the
-    ledger goes beside the first.  ``epsilon_help`` replaces the help of ``--epsilon`` for a
-    release whose epsilon is not a session budget (metric DP: epsilon per unit of distance).
+    Parameters
+    ----------
+    parser
+        The family's ``release`` parser.
+    outputs
+        Each required output option and its help (default: one ``--out``); the ledger and the
+        manifest go beside the first.
+    epsilon_help
+        Replaces the help of ``--epsilon`` (metric DP: epsilon per unit of distance).
     """
     outputs = outputs or DEFAULT_OUTPUTS
     parser.add_argument(
-        "--epsilon", required=True, help=epsilon_help or "total privacy budget of this release (e.g. 1 or 0.5)"
+        "--epsilon",
+        required=True,
+        help=epsilon_help or "privacy budget of this release: a decimal (1, 0.5, 1e-3) or a ratio (1/3)",
     )
     for flag, text in outputs.items():
         parser.add_argument(flag, required=True, help=text)
     first = next(iter(outputs))
     parser.add_argument("--ledger", help=f"where to write the JSON privacy ledger (default: beside {first})")
+    parser.add_argument(
+        "--manifest", help=f"where to write the JSON release manifest (default: beside {first}, .manifest.json)"
+    )
+    parser.add_argument(
+        "--budget-db",
+        metavar="FILE",
+        help="budget database to charge (dpmodels budget init); with --dataset. Without it the budget is --epsilon "
+        "for this release alone",
+    )
+    parser.add_argument("--dataset", help="the declared dataset name whose budget --budget-db charges")
+    parser.add_argument("--force", action="store_true", help="replace existing output files (never an input)")
     parser.add_argument(
         "--seed", type=int, help="reproducible noise for an experiment: refused unless --not-private is given"
     )
@@ -62,6 +111,11 @@ def check_output_path(path, field: str) -> Path:
     if not out.parent.is_dir():
         raise DataValidationError(field, f"the folder {out.parent} does not exist")
     return out
+
+
+def manifest_path(out: Path, given=None) -> Path:
+    """The manifest's path: ``given``, or ``<out stem>.manifest.json`` beside the output."""
+    return Path(given) if given else out.with_name(out.stem + ".manifest.json")
 
 
 def ledger_path(out: Path, given=None) -> Path:
@@ -114,3 +168,208 @@ def finish(session: PrivacySession, written: list[Path], ledger: Path) -> int:
         print(f"wrote {path}")
     print(f"wrote {ledger} (epsilon spent {session.spent_epsilon} of {session.epsilon}; {session.randomness})")
     return 0
+
+
+# ---------------------------------------------------------------------- the runner
+@dataclass
+class ReleaseOutcome:
+    """What a family's release produced, for :func:`run_release` to write.
+
+    Parameters
+    ----------
+    frames
+        Output option -> table, written as CSV to that option's path.
+    facts
+        The family's statements for the manifest.
+    summary
+        Lines printed before the "wrote" lines (public facts of the release only).
+    ledger
+        The JSON ledger to write (default: the session's).
+    details
+        Family details for the manifest (mechanism, solver status, checks).
+    sampler
+        The noise sampler, in words.
+    """
+
+    frames: dict[str, pd.DataFrame]
+    facts: ReleaseFacts
+    summary: list[str] = field(default_factory=list)
+    ledger: dict | None = None
+    details: dict = field(default_factory=dict)
+    sampler: str = "exact discrete Laplace (double geometric) on int64 counts (Canonne-Kamath-Steinke, Alg. 2)"
+
+
+@dataclass
+class ReleaseSpec:
+    """A family's release command, declared for :func:`run_release`.
+
+    Parameters
+    ----------
+    family
+        The command's family name.
+    inputs
+        Input option -> path (None when not given); hashed, and never overwritten.
+    outputs
+        Output option -> path (None when an optional output was not asked for).
+    load
+        Reads the data with the declared public facts (no noise).
+    run
+        ``run(session, amount) -> ReleaseOutcome``: the mechanism through the session, which
+        charges ``amount`` before drawing.
+    unit
+        The budget's unit (``"epsilon"``, or ``"epsilon_per_km"`` for metric DP).
+    name
+        The dataset's name when no ``--dataset`` is declared (e.g. the data file's stem).
+    prepare
+        Checks to run before the data is read (e.g. the memory a declared size needs).
+    """
+
+    family: str
+    inputs: dict[str, object]
+    outputs: dict[str, object]
+    load: Callable[[], object]
+    run: Callable[[PrivacySession, Fraction], ReleaseOutcome]
+    unit: str = "epsilon"
+    name: str = "dataset"
+    prepare: Callable[[], None] | None = None
+
+
+def _targets(args, spec: ReleaseSpec) -> dict[str, Path]:
+    outputs = {flag: Path(path) for flag, path in spec.outputs.items() if path}
+    first = next(iter(outputs.values()))
+    targets = dict(outputs)
+    targets["--ledger"] = Path(args.ledger) if args.ledger else ledger_path(first)
+    targets["--manifest"] = manifest_path(first, args.manifest)
+    inputs = dict(spec.inputs)
+    if args.budget_db:
+        inputs["--budget-db"] = args.budget_db
+    return check_targets(targets, inputs, force=args.force)
+
+
+def _check_budget_flags(args) -> None:
+    if bool(args.budget_db) != bool(args.dataset):
+        raise DataValidationError(
+            "--dataset" if args.budget_db else "--budget-db", "--budget-db and --dataset go together"
+        )
+
+
+def _open_session(args, spec: ReleaseSpec, data, rng, inputs: dict, targets: dict) -> PrivacySession:
+    command = shlex.join(["dpmodels", *getattr(args, "_argv", sys.argv[1:])])
+    if args.budget_db:
+        return PrivacySession.from_database(
+            data,
+            args.budget_db,
+            args.dataset,
+            rng=rng,
+            not_private=args.not_private,
+            command=command,
+            inputs=inputs,
+            outputs={flag: str(path) for flag, path in targets.items()},
+        )
+    return PrivacySession(data, args.epsilon, unit=spec.unit, rng=rng, not_private=args.not_private, name=spec.name)
+
+
+def run_release(args, spec: ReleaseSpec) -> int:
+    """Run one ``dpmodels release <family>`` end to end (see the module docstring); exit code 0.
+
+    Parameters
+    ----------
+    args
+        The parsed command line (with :func:`add_common_arguments`' options).
+    spec
+        The family's declaration.
+    """
+    _check_budget_flags(args)
+    targets = _targets(args, spec)
+    amount = as_epsilon(args.epsilon, "--epsilon")
+    rng = release_rng(args.seed, not_private=args.not_private)
+    if spec.prepare is not None:
+        spec.prepare()
+    data = spec.load()
+    inputs = {flag: file_record(path) for flag, path in spec.inputs.items() if path}
+    with interruptible(), StagedOutputs(targets, force=args.force) as stage:
+        session = _open_session(args, spec, data, rng, inputs, targets)
+        try:
+            outcome = spec.run(session, amount)
+            written = _stage_outputs(stage, outcome, session, args, spec, inputs)
+            stage.commit(then=lambda: _record_release(args, session, written, targets))
+        except BaseException as err:
+            _record_failure(args, session, err)
+            raise
+    for line in outcome.summary:
+        print(line)
+    for flag, path in targets.items():
+        if flag not in ("--ledger", "--manifest"):
+            print(f"wrote {path}")
+    print(f"wrote {targets['--ledger']} ({_spent_words(session)}; {session.randomness})")
+    print(f"wrote {targets['--manifest']}")
+    return 0
+
+
+def _stage_outputs(stage, outcome, session, args, spec, inputs) -> dict:
+    written = {}
+    for flag, frame in outcome.frames.items():
+        written[flag] = stage.write(flag, lambda p, frame=frame: frame.to_csv(p, index=False))
+    ledger = outcome.ledger if outcome.ledger is not None else session.to_dict()
+    written["--ledger"] = stage.write_text("--ledger", json.dumps(ledger, indent=2, default=str) + "\n")
+    request = {
+        "unit": session.charges[0].unit if session.charges else spec.unit,
+        "amount": str(sum((c.epsilon for c in session.charges), Fraction(0))),
+        "delta": str(sum((c.delta for c in session.charges), Fraction(0))),
+    }
+    manifest = build_manifest(
+        family=spec.family,
+        dataset=args.dataset or session.name,
+        command=["dpmodels", *getattr(args, "_argv", sys.argv[1:])],
+        options=options_of(args),
+        facts=outcome.facts,
+        request=request,
+        session=session.to_dict(),
+        sampler=outcome.sampler,
+        inputs=inputs,
+        outputs=written,
+        budget_database=_database_record(args, session),
+        details=outcome.details,
+    )
+    stage.write_text("--manifest", json.dumps(manifest, indent=2, default=str) + "\n")
+    return written
+
+
+def _database_record(args, session: PrivacySession) -> dict | None:
+    if not args.budget_db:
+        return None
+    return {
+        "path": str(Path(args.budget_db).resolve()),
+        "dataset": args.dataset,
+        "charge_ids": [c.database_id for c in session.charges],
+        "unit": session.unit,
+        "budget": str(session.epsilon),
+        "spent_after_this_release": str(session.spent_epsilon),
+        "remaining": str(session.remaining_epsilon),
+    }
+
+
+def _record_release(args, session: PrivacySession, written: dict, targets: dict) -> None:
+    if not args.budget_db:
+        return
+    db = BudgetDatabase(args.budget_db)
+    for charge in session.charges:
+        if charge.database_id is not None and charge.status == "done":
+            db.complete(charge.database_id, written, str(targets["--manifest"]))
+
+
+def _record_failure(args, session: PrivacySession, err: BaseException) -> None:
+    """A release that failed after its charge: the charge stays, marked failed with the reason."""
+    if not args.budget_db:
+        return
+    db = BudgetDatabase(args.budget_db)
+    for charge in session.charges:
+        if charge.database_id is not None and charge.status == "done":
+            charge.status = "failed"
+            db.fail(charge.database_id, f"outputs not written: {type(err).__name__}: {err}")
+
+
+def _spent_words(session: PrivacySession) -> str:
+    unit = session.unit.replace("_", " ")
+    where = f" in {session._budget.where}" if session._budget.where != "this session" else ""
+    return f"{unit} spent {session.spent_epsilon} of {session.epsilon}{where}"
