@@ -251,6 +251,19 @@ class PrivacyLedger:
             "randomness": self.randomness,
         }
 
+    def to_records(self) -> list[dict]:
+        """Every step as a dict, its sensitivity, epsilon, delta and scale as exact fractions (text) and
+        floats: the per-query, per-level budget of a release's ledger and manifest."""
+        rows = []
+        for m in self.entries:
+            row = {"query": m.query, "group": m.group, "noise": m.noise, "cells": m.count}
+            for name in ("sensitivity", "epsilon", "delta", "scale"):
+                value = getattr(m, name)
+                row[name] = None if value is None else float(value)
+                row[f"{name}_exact"] = None if value is None else str(value)
+            rows.append(row)
+        return rows
+
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame(
             [
