@@ -7,6 +7,12 @@ sets of a node and the levels add up.  A query set's noise at a level is calibra
 sensitivity of the level's stacked answers, where the changed record may also change node
 (:func:`queries.level_sensitivity`).  Measurement happens once, up front; everything after it
 is post-processing of the noisy answers and the public knowledge.
+
+Exact noise is added in integers: the true answers are int64 (integer query coefficients
+times integer counts) and ``truth + noise`` is formed in int64 by
+:func:`dpmodels.core.noise.noisy_integers`; only the exact noisy integers become float64, for
+the post-processing.  A query set with a non-integer coefficient is refused for exact noise:
+a non-integer answer plus integer noise keeps its fractional part, which tells neighbours apart.
 """
 
 from __future__ import annotations
@@ -20,13 +26,29 @@ import scipy.sparse as sp
 
 from dpmodels.core.accounting import PrivacyLedger, split_budget
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.noise import as_epsilon, double_geometric, double_geometric_variance, exact, laplace, make_rng
+from dpmodels.core.noise import (
+    EXACT_RANGE,
+    as_epsilon,
+    double_geometric_variance,
+    exact,
+    laplace,
+    make_rng,
+    noisy_integers,
+)
 from dpmodels.core.randomness import describe
 
 from .data import Schema, TopDownData
 from .queries import QuerySet, identity, level_sensitivity, marginal
 
-__all__ = ["Strategy", "default_strategy", "NodeMeasurement", "Measurements", "measure"]
+__all__ = [
+    "Strategy",
+    "default_strategy",
+    "NodeMeasurement",
+    "Measurements",
+    "MeasurementPlan",
+    "plan_measurement",
+    "measure",
+]
 
 
 def _unit_shares(values, field: str) -> list[Fraction] | None:
@@ -100,16 +122,17 @@ class Measurements:
         return {q.name: q.matrix for q in self.strategy.queries}
 
 
-def _level_deltas(strategy: Strategy, geo, level: int, neighbours: str) -> dict[str, float]:
+def _level_deltas(strategy: Strategy, geo, level: int, neighbours: str, records_may_leave: bool) -> dict[str, float]:
     """Per query set, the L1 sensitivity of ``level``'s stacked answers (spec 2.2).
 
     A substituted record may move between two nodes of the level, so every level of two or
     more nodes gets ``2 max_a ||A e_a||_1``; see :func:`queries.level_sensitivity`.  Records
-    in leaves above ``level`` lie in none of its nodes and can enter or leave them.  A zero
-    (the total at the root under substitution, which is public) cannot be measured.
+    in leaves above ``level`` lie in none of its nodes and can enter or leave them, and so can
+    records that a stated rule leaves out (``records_may_leave``).  A zero (the total at the
+    root under substitution, which is public) cannot be measured.
     """
     nodes = int(geo.level_sizes()[level - 1])
-    holds_all = bool(geo.level[geo.leaves].min() >= level)
+    holds_all = not records_may_leave and bool(geo.level[geo.leaves].min() >= level)
     out = {}
     for q in strategy.queries:
         out[q.name] = level_sensitivity(q.matrix, nodes, neighbours, holds_all=holds_all)
@@ -122,6 +145,55 @@ def _level_deltas(strategy: Strategy, geo, level: int, neighbours: str) -> dict[
     return out
 
 
+@dataclass
+class MeasurementPlan:
+    """What a measurement fixes before its first draw: the level budgets, the integer query matrices,
+    every ``(rows, query set, scale)`` step in drawing order, and the ledger that recorded them."""
+
+    strategy: Strategy
+    level_epsilons: tuple[Fraction, ...]
+    matrices: dict[str, sp.csr_matrix]
+    steps: list[tuple]
+    ledger: PrivacyLedger
+
+
+def plan_measurement(
+    data: TopDownData,
+    epsilon,
+    strategy: Strategy | None = None,
+    level_shares=None,
+    noise: str = "geometric",
+    neighbours: str = "substitution",
+    *,
+    records_may_leave: bool = False,
+    randomness: str = "",
+) -> MeasurementPlan:
+    """Check and record every scale of a measurement without drawing; refuse anything that cannot run.
+
+    Reads only the declared parts of ``data``: the schema, the geography and the root's
+    invariant total (the answers' magnitude bound).  A release calls it before the session is
+    charged, so that a refusal of its public parameters costs no budget.
+
+    Parameters
+    ----------
+    data, epsilon, strategy, level_shares, noise, neighbours, records_may_leave
+        As for :func:`measure`.
+    randomness
+        The noise source recorded in the plan's ledger.
+    """
+    eps = as_epsilon(epsilon)
+    strategy = strategy or default_strategy(data.schema)
+    geo = data.geography
+    level_eps = split_budget(eps, _level_unit_shares(level_shares, geo.n_levels))
+    if noise not in ("geometric", "laplace"):
+        raise DataValidationError("noise", f"must be 'geometric' or 'laplace', got {noise!r}")
+    deltas = [_level_deltas(strategy, geo, lv, neighbours, records_may_leave) for lv in range(1, geo.n_levels + 1)]
+    matrices = _answer_matrices(strategy, noise, data.knowledge.root_total)
+    ledger = PrivacyLedger(randomness=randomness)
+    steps = _plan(ledger, strategy, geo, level_eps, deltas, noise)
+    return MeasurementPlan(strategy, tuple(level_eps), matrices, steps, ledger)
+
+
 def measure(
     data: TopDownData,
     epsilon,
@@ -130,33 +202,108 @@ def measure(
     noise: str = "geometric",
     neighbours: str = "substitution",
     rng=None,
+    *,
+    records_may_leave: bool = False,
 ) -> Measurements:
     """Measure every query set of ``strategy`` at every node; returns noisy answers and a ledger.
 
-    Every scale is recorded in the ledger (and refused there if no exact sampler can draw it)
-    before the first draw, so a bad budget or share never draws noise.  ``noise="laplace"``
-    draws floating-point Laplace, which leaks through its low bits: research comparisons only
-    (:mod:`dpmodels.topdown.release` refuses it).
+    Every scale is recorded in the ledger (and refused there if no exact sampler can draw it, or
+    if its noise could leave the exact integer range) before the first draw
+    (:func:`plan_measurement`), so a bad budget or share never draws noise.  ``noise="geometric"``
+    forms ``truth + noise`` in int64 (:func:`~dpmodels.core.noise.noisy_integers`) and converts the
+    exact result to float64; ``noise="laplace"`` draws floating-point Laplace, which leaks through
+    its low bits: research comparisons only (:mod:`dpmodels.topdown.release` refuses it).
+
+    Parameters
+    ----------
+    data
+        The person histograms, geography, schema and public knowledge.
+    epsilon
+        The total budget, split over the levels by ``level_shares`` and within a level by the
+        strategy's shares.
+    strategy
+        The query sets measured at every node (default :func:`default_strategy`).  With exact
+        noise every coefficient must be an integer, else the query set is refused.
+    level_shares
+        Per-level budget shares (default uniform), positive and summing to 1.
+    noise
+        ``"geometric"`` (exact discrete Laplace, int64 arithmetic) or ``"laplace"`` (research).
+    neighbours
+        ``"substitution"`` (one record changes value, geography included) or ``"add/remove"``.
+    rng
+        The generator (None: the secure one).
+    records_may_leave
+        True when a stated rule leaves some records out before counting (a release from files:
+        persons outside the declared blocks or the schema's values).  A substitution may then
+        replace a counted record by one that is left out, i.e. remove it, so every level is also
+        calibrated for one record entering or leaving it: a single-node level gets
+        ``max(within, max_a ||A e_a||_1)`` instead of the within-node value (levels of two or more
+        nodes already have ``2 max_a ||A e_a||_1``, which covers a removal).  For the default
+        strategy nothing changes (within = 2 >= 1 at the root).
     """
-    eps = as_epsilon(epsilon)
-    strategy = strategy or default_strategy(data.schema)
-    geo = data.geography
-    level_eps = split_budget(eps, _level_unit_shares(level_shares, geo.n_levels))
-    if noise not in ("geometric", "laplace"):
-        raise DataValidationError("noise", f"must be 'geometric' or 'laplace', got {noise!r}")
-    deltas = [_level_deltas(strategy, geo, level, neighbours) for level in range(1, geo.n_levels + 1)]
     rng = make_rng(rng)
-    ledger = PrivacyLedger(randomness=describe(rng))
-    plan = _plan(ledger, strategy, geo, level_eps, deltas, noise)
+    plan = plan_measurement(
+        data,
+        epsilon,
+        strategy,
+        level_shares,
+        noise,
+        neighbours,
+        records_may_leave=records_may_leave,
+        randomness=describe(rng),
+    )
+    geo = data.geography
     hist = data.node_histograms_all()
     by_node: list[list[NodeMeasurement]] = [[] for _ in range(geo.n_regions)]
-    for rows, query, scale in plan:
-        answers = (hist[rows] @ query.matrix.T).toarray()
-        draw, variance = _draw(noise, scale, answers.shape, rng)
-        noisy = answers + draw
+    for rows, query, scale in plan.steps:
+        noisy, variance = _noisy_answers(noise, hist[rows] @ plan.matrices[query.name].T, scale, rng)
         for k, r in enumerate(rows):
-            by_node[r].append(NodeMeasurement(query.name, np.asarray(noisy[k], dtype=np.float64), variance))
-    return Measurements(strategy, by_node, ledger, tuple(level_eps), noise, {"neighbours": neighbours})
+            by_node[r].append(NodeMeasurement(query.name, noisy[k], variance))
+    info = {"neighbours": neighbours, "records_may_leave": records_may_leave}
+    return Measurements(plan.strategy, by_node, plan.ledger, plan.level_epsilons, noise, info)
+
+
+def _answer_matrices(strategy: Strategy, noise: str, population) -> dict[str, sp.csr_matrix]:
+    """The query matrices the answers are computed with: int64 for exact noise, refused if not integer.
+
+    With exact (integer) noise, a non-integer coefficient makes a non-integer answer whose
+    fractional part survives the noise and separates neighbours: refused, naming the query set.
+    Every answer is at most ``max |coefficient| x population`` in magnitude; one that could reach
+    ``2^52`` is refused too (the population is the root's invariant total, which is public).
+    """
+    out = {}
+    for q in strategy.queries:
+        a = sp.csr_matrix(q.matrix)
+        if noise != "geometric":
+            out[q.name] = a.astype(np.float64)
+            continue
+        coefficients = np.asarray(a.data, dtype=np.float64)
+        integral = np.isfinite(coefficients).all() and (coefficients == np.round(coefficients)).all()
+        if not integral:
+            raise DataValidationError(
+                f"query set {q.name!r}",
+                "has non-integer coefficients: exact integer noise needs integer answers (a fractional part "
+                "would survive the noise and tell neighbouring data apart)",
+            )
+        largest = int(np.abs(coefficients).max()) if coefficients.size else 0
+        if largest * max(int(population), 1) >= EXACT_RANGE // 2:
+            raise DataValidationError(
+                f"query set {q.name!r}", "its answers could reach 2^52 (coefficients x population): not exact"
+            )
+        out[q.name] = a.astype(np.int64)
+    return out
+
+
+def _noisy_answers(noise: str, answers: sp.spmatrix, scale: Fraction, rng) -> tuple[np.ndarray, float]:
+    """The noisy answers as float64 and the noise variance.
+
+    Exact noise: ``truth + Z`` in int64 (:func:`noisy_integers`), then converted to float64 (post-
+    processing of exact integers below ``2^53``, so the conversion is exact).  Laplace: in float64.
+    """
+    truth = answers.toarray()
+    if noise == "geometric":
+        return noisy_integers(truth, scale, rng).astype(np.float64), double_geometric_variance(scale)
+    return truth + laplace(scale, truth.shape, rng), 2 * float(scale) ** 2
 
 
 def _level_unit_shares(level_shares, n_levels: int) -> list[Fraction]:
@@ -168,13 +315,6 @@ def _level_unit_shares(level_shares, n_levels: int) -> list[Fraction]:
     if unit is None:
         raise DataValidationError("level_shares", f"must be positive and sum to 1, got {[str(v) for v in shares]}")
     return unit
-
-
-def _draw(noise: str, scale: Fraction, shape, rng) -> tuple[np.ndarray, float]:
-    """Noise of ``shape`` at ``scale`` (exact double geometric, or float Laplace) and its variance."""
-    if noise == "geometric":
-        return double_geometric(scale, shape, rng), double_geometric_variance(scale)
-    return laplace(scale, shape, rng), 2 * float(scale) ** 2
 
 
 def _plan(ledger: PrivacyLedger, strategy: Strategy, geo, level_eps, deltas, noise: str) -> list[tuple]:

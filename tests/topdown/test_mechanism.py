@@ -316,7 +316,56 @@ def test_a_scale_refused_at_a_deep_level_draws_nothing(tiny):
     before = rng.bit_generator.state
     tiny_share = Fraction(1, 2**60)
     shares = [(1 - tiny_share) / 5] * 5 + [tiny_share]
-    with pytest.raises(DataValidationError, match="cannot represent") as err:
+    with pytest.raises(DataValidationError, match="cannot be sampled exactly") as err:
         measure(tiny, 1, level_shares=shares, rng=rng)
     assert err.value.field == "epsilon"
     assert rng.bit_generator.state == before
+
+
+# ---------------------------------------------------------------------- exact integer noise (issue 22)
+def test_exact_noise_refuses_non_integer_coefficients_before_any_draw(tiny):
+    """Regression: a query set with coefficients 1/2 was measured with integer noise, and the
+    fractional part of ``A h / 2`` survives any integer noise (an odd count shows as .5): refused,
+    naming the query set, with the generator untouched.  Floating-point Laplace (research) runs."""
+    s = tiny.schema
+    halves = QuerySet("halves", (identity(s) * 0.5).tocsr())
+    strategy = Strategy((QuerySet("detailed", identity(s)), halves), ("1/2", "1/2"))
+    rng = np.random.default_rng(11)
+    before = rng.bit_generator.state
+    with pytest.raises(DataValidationError, match="non-integer") as err:
+        measure(tiny, 1, strategy, rng=rng)
+    assert "halves" in err.value.field
+    assert rng.bit_generator.state == before
+    measure(tiny, 1, strategy, noise="laplace", rng=0)
+
+
+def test_noise_beyond_the_exact_integer_range_is_refused_naming_epsilon_before_any_draw(tiny):
+    """At eps = 4e-15 the noise could exceed 2^52 (where a float64 sum of truth and noise rounded and
+    revealed the true count): refused while planning, nothing drawn."""
+    rng = np.random.default_rng(12)
+    before = rng.bit_generator.state
+    with pytest.raises(DataValidationError, match="2\\^52") as err:
+        measure(tiny, "4e-15", rng=rng)
+    assert err.value.field == "epsilon"
+    assert rng.bit_generator.state == before
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.sampled_from(["4e-12", "1/1000", "1/3", "2", "50"]), st.integers(0, 2**32))
+def test_noisy_answers_are_integer_truth_plus_the_exact_sampler_draws(tiny, epsilon, seed):
+    """Every noisy answer is exactly ``A h + Z`` (int64 arithmetic: truth from geocode prefixes, ``Z``
+    replayed from the exact sampler on the same seed, in the ledger's order), delivered as float64;
+    at eps = 4e-12 (scales up to 1.2e13, noise up to ~3e15) the equality is still exact."""
+    from dpmodels.core.samplers import discrete_laplace
+
+    m = measure(tiny, epsilon, rng=seed)
+    replay = np.random.default_rng(seed)
+    truth = _true_histograms(tiny)
+    geo = tiny.geography
+    for entry in m.ledger.entries:  # recorded in the order of the draws
+        rows = np.flatnonzero(geo.level == int(entry.group.split()[1]))
+        a = m.matrices()[entry.query].toarray().astype(np.int64)
+        expected = truth[rows] @ a.T + discrete_laplace(entry.scale, (rows.size, a.shape[0]), replay)
+        got = np.array([next(x.values for x in m.by_node[r] if x.query == entry.query) for r in rows])
+        assert got.dtype == np.float64
+        assert [[int(v) for v in row] for row in got] == expected.tolist()

@@ -216,6 +216,42 @@ def test_ledger_sensitivity_is_the_brute_force_maximum_on_tiny_data(name, neighb
             assert entry.sensitivity == Fraction(worst), (name, level, q.name)
 
 
+def _leaf_moves_and_removals(geo: Hierarchy, n: int):
+    """Every neighbour when a replacement record may be left out by a rule: a record moves between
+    two (leaf, cell), or leaves the data (replaced by an out-of-domain record), or joins it."""
+    yield from _leaf_moves(geo, n)
+    base = np.ones((len(geo.leaves), n))
+    for u, i in itertools.product(range(len(geo.leaves)), range(n)):
+        other = base.copy()
+        other[u, i] -= 1
+        yield base, other
+        yield other, base
+
+
+@pytest.mark.parametrize("name", sorted(GEOGRAPHIES))
+def test_ledger_sensitivity_covers_records_the_rules_leave_out(name):
+    """With ``records_may_leave`` (a release whose rules leave out-of-domain persons out) every
+    level's sensitivity is the brute-force maximum over moves *and* removals.  The ``close`` set
+    (within-node substitution 1, one record 2) and the total show where this differs from pure
+    substitution: at the single-node levels (the root, the chain's one state)."""
+    schema = _schema([2, 2])
+    geo = Hierarchy.from_parent_table(GEOGRAPHIES[name])
+    counts = np.ones((len(geo.leaves), schema.size), dtype=np.int64)
+    close = sp.csr_matrix(np.array([[1, 1, 1, 1], [0, 1, 1, 1]]))
+    sets = (QuerySet("detailed", identity(schema)), QuerySet("close", close), QuerySet("total", total(schema)))
+    strategy = Strategy(sets, ("1/2", "1/4", "1/4"))
+    m = measure(_tiny(GEOGRAPHIES[name], counts, schema), 1, strategy, rng=0, records_may_leave=True)
+    for level in range(1, geo.n_levels + 1):
+        for q in strategy.queries:
+            a = q.matrix.toarray()
+            worst = max(_level_change(geo, a, level, d1, d2) for d1, d2 in _leaf_moves_and_removals(geo, schema.size))
+            (entry,) = [e for e in m.ledger.entries if e.group == f"level {level} / {q.name}"]
+            assert entry.sensitivity == Fraction(worst), (name, level, q.name)
+    root = {e.query: e.sensitivity for e in m.ledger.entries if e.group.startswith("level 1 ")}
+    assert root == {"detailed": 2, "close": 2, "total": 1}
+    assert queries.level_sensitivity(close, 1) == 1  # pure substitution at the root: short once a record may leave
+
+
 # ---------------------------------------------------------------------- (b) the [identity; total] regression
 def test_identity_plus_total_is_calibrated_4_on_a_level_of_two_nodes():
     """Regression: [identity; total] was calibrated 2 (within one node) on every level; a record
