@@ -211,33 +211,79 @@ def from_csv(
 ) -> TopDownData:
     """Load person records (``geocode`` plus one column per PL94 attribute, value labels).
 
-    The public knowledge is the population invariant down to ``total_level``; GQ facts,
-    zeros and edits are not in the file.  ``blocks`` is a CSV with a ``geocode`` column
-    listing the public blocks (empty ones too); without it the geography is the set of
-    blocks that have persons, which depends on the data.  Every problem names the file.
+    The public knowledge is the population invariant down to ``total_level``, computed after
+    the rules below; GQ facts, zeros and edits are not in the file.  Persons outside the
+    declared domain are left out by the stated rules of
+    :data:`dpmodels.topdown.data.BOUNDING_RULES` (a geocode that is not a listed block, an
+    attribute value that is not one of the schema's): refusing the file instead would make
+    whether a release happens depend on one person.  How many persons a rule left out is
+    never reported.  Malformed input is refused, naming the file: an unreadable file, a
+    missing column, a blank value, a geocode that is not 15 digits, a block listed twice.
+
+    Parameters
+    ----------
+    persons
+        CSV of person records, one row per person: ``geocode`` (15-digit block geocode) and
+        ``hhgq``, ``votingage``, ``hispanic``, ``cenrace`` (value labels of :func:`pl94_schema`).
+    races
+        The cenrace categories of the schema (1..63): the declared domain of ``cenrace``.
+    total_level
+        The deepest geography level (:data:`LEVELS`) whose populations are invariant.
+    blocks
+        CSV with a ``geocode`` column: the declared (public) block list, empty blocks too, each
+        once.  Without it the geography is the set of blocks that have persons, which depends
+        on the data: the result says so (``geography_declared=False``) and a private release
+        refuses it.
     """
     level = LEVELS.get(total_level)
     if level is None:
         raise DataValidationError("total_level", f"must be one of {list(LEVELS)}, got {total_level!r}")
     schema = pl94_schema(races)
     frame = read_user_csv(persons, ["geocode", *schema.names], nonblank=["geocode", *schema.names])
-    codes = frame["geocode"] if blocks is None else read_user_csv(blocks, ["geocode"], nonblank=["geocode"])["geocode"]
-    geography = _geography(codes, blocks or persons)
-    positions = []
-    for attr in schema.attributes:
-        bad = sorted(set(frame[attr.name]) - set(attr.values))
-        if bad:
-            raise DataValidationError(str(persons), f"column {attr.name!r} has unknown values {bad[:5]}")
-        positions.append(frame[attr.name].map({v: i for i, v in enumerate(attr.values)}).to_numpy())
-    cells = np.ravel_multi_index(positions, schema.shape)
+    _check_geocodes(frame["geocode"], persons)
+    geography = _geography(frame["geocode"], persons) if blocks is None else _declared_geography(blocks)
     leaf_row = {geography.names[i]: k for k, i in enumerate(geography.leaves)}
-    unknown = sorted(set(frame["geocode"]) - set(leaf_row))
-    if unknown:
-        raise DataValidationError(str(persons), f"geocodes not in the block list {blocks}: {unknown[:5]}")
-    rows = frame["geocode"].map(leaf_row).to_numpy()
-    counts = sp.csr_matrix((np.ones(len(frame), np.int64), (rows, cells)), shape=(len(leaf_row), schema.size))
+    rows = frame["geocode"].map(leaf_row)
+    cells, in_schema = _cells(frame, schema)
+    keep = rows.notna().to_numpy() & in_schema  # the stated rules: out-of-domain persons are left out
+    counts = sp.csr_matrix(
+        (np.ones(int(keep.sum()), np.int64), (rows.to_numpy()[keep].astype(np.int64), cells[keep])),
+        shape=(len(leaf_row), schema.size),
+    )
     knowledge = PublicKnowledge.from_region_totals(geography, _region_totals(geography, counts), level)
-    return TopDownData(schema, geography, counts, knowledge, name=Path(persons).stem)
+    name = Path(persons).stem
+    return TopDownData(schema, geography, counts, knowledge, name=name, geography_declared=blocks is not None)
+
+
+def _check_geocodes(codes: pd.Series, path) -> None:
+    """Refuse a geocode that is not 15 ASCII digits (malformed input), naming the file and the row."""
+    bad = np.flatnonzero(~codes.str.fullmatch(r"[0-9]{15}").to_numpy(dtype=bool))
+    if len(bad):
+        raise DataValidationError(
+            str(path),
+            f"column 'geocode' on data row {bad[0] + 1} must be 15 digits (state 2, county 3, tract 6, block 4), "
+            f"got {codes.iloc[bad[0]]!r}",
+        )
+
+
+def _declared_geography(blocks):
+    """The geography of the declared block list; a malformed or repeated geocode is refused naming the file."""
+    codes = read_user_csv(blocks, ["geocode"], nonblank=["geocode"])["geocode"]
+    _check_geocodes(codes, blocks)
+    repeated = np.flatnonzero(codes.duplicated().to_numpy())
+    if len(repeated):
+        raise DataValidationError(
+            str(blocks), f"geocode {codes.iloc[repeated[0]]!r} is listed twice (again on data row {repeated[0] + 1})"
+        )
+    return _geography(codes, blocks)
+
+
+def _cells(frame: pd.DataFrame, schema) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's cell of ``schema`` and whether every value is one of the schema's (else the cell is 0)."""
+    positions = [frame[a.name].map({v: i for i, v in enumerate(a.values)}).to_numpy() for a in schema.attributes]
+    known = np.logical_and.reduce([~pd.isna(p) for p in positions])
+    positions = [np.where(known, p, 0).astype(np.int64) for p in positions]
+    return np.ravel_multi_index(positions, schema.shape).astype(np.int64), known
 
 
 def _geography(codes, path):

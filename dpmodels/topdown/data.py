@@ -38,6 +38,7 @@ __all__ = [
     "PublicKnowledge",
     "TopDownData",
     "microdata",
+    "BOUNDING_RULES",
 ]
 
 
@@ -190,15 +191,40 @@ def geography_from_geocodes(
 
 
 # ---------------------------------------------------------------------- the data
+#: The stated rules that bound the records of a release before anything is counted (applied by
+#: ``instances.topdown.from_csv``; a histogram built in Python holds in-domain cells only).  Each
+#: leaves a record out rather than refusing the release, so whether a release happens never
+#: depends on one person; how many records a rule left out is never reported.
+BOUNDING_RULES = (
+    "a person whose geocode is not a block of the declared geography is left out (counted nowhere, "
+    "invariant totals included)",
+    "a person with an attribute value outside the schema's declared values is left out (counted nowhere, "
+    "invariant totals included), like a key set in Tumult Analytics",
+)
+
+
 @dataclass(frozen=True, eq=False)
 class TopDownData:
-    """The sensitive input: one histogram per leaf (sparse rows, hierarchy leaf order)."""
+    """The sensitive input: one histogram per leaf (sparse rows, hierarchy leaf order).
+
+    Parameters
+    ----------
+    schema, geography, leaf_counts, knowledge, name
+        The schema, the geography tree, the leaf histograms (leaves x cells, non-negative
+        integers), the public knowledge they must satisfy, and a name for ledgers.
+    geography_declared
+        Whether ``geography`` was declared by the user (a public block list, a Python tree, a
+        generator's fan-outs) rather than derived from the records (the blocks where persons
+        live, which depend on them).  A private release refuses a derived geography
+        (:func:`dpmodels.topdown.release.release`).
+    """
 
     schema: Schema
     geography: Hierarchy
     leaf_counts: sp.csr_matrix
     knowledge: PublicKnowledge
     name: str = "topdown"
+    geography_declared: bool = True
 
     def __post_init__(self):
         raw = sp.csr_matrix(self.leaf_counts)
