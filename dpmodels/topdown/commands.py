@@ -183,8 +183,9 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--total-level", default="state", choices=list(LEVELS), help="deepest invariant population")
     p.add_argument(
         "--blocks",
-        help="CSV with a geocode column: the public list of blocks, empty ones too "
-        "(if omitted, the blocks that appear in --persons, which depend on the data)",
+        help="CSV with a geocode column: the public list of blocks, empty ones too (required; persons in "
+        "other blocks are left out). Only an experiment (--seed N --not-private) may omit it and take the "
+        "blocks that appear in --persons, which depend on the data",
     )
     add_executor(p, "the solves of a level")
     add_progress(p)
@@ -196,6 +197,7 @@ def _run_release(args) -> int:
 
     from .release import histogram_frame, release
 
+    _require_blocks(args)
     data = from_csv(args.persons, races=args.races, total_level=args.total_level, blocks=args.blocks)
     session, outs, ledger = open_release(args, data, data.name, list(RELEASE_OUTPUTS))
     _refuse_overwriting_inputs({**outs, "--ledger": ledger}, args)
@@ -214,6 +216,27 @@ def _run_release(args) -> int:
         frame.to_csv(outs[flag], index=False)
     _report_checks(result.checks)
     return finish(session, list(outs.values()), ledger)
+
+
+def _require_blocks(args) -> None:
+    """``--blocks`` is required unless the output is declared not private.
+
+    The geography is public input: taken from the persons file, a person alone in a block makes
+    the block appear in the release.  ``--not-private`` allows it for an experiment (with
+    ``--seed``; on the secure generator :func:`~dpmodels.topdown.release.release` still refuses).
+
+    Parameters
+    ----------
+    args
+        The parsed ``release topdown`` arguments (``blocks``, ``not_private``).
+    """
+    if args.blocks is None and not args.not_private:
+        raise DataValidationError(
+            "--blocks",
+            "is required: the geography is public input, declared, never derived from the persons (a person alone "
+            "in a block would make it appear). Give the list of every block, empty ones too, as a CSV with a "
+            "geocode column; only an experiment (--seed N --not-private) may take the blocks from --persons",
+        )
 
 
 def _refuse_overwriting_inputs(outputs: dict[str, Path], args) -> None:

@@ -8,6 +8,12 @@ geography and the invariant totals.  Floating-point Laplace (``noise="laplace"``
 leaks through its low bits, so a release refuses it.  ``dpmodels release topdown`` wraps
 :func:`release` for files: the released microdata CSV, the per-level histograms CSV and
 the JSON ledger.
+
+The public parts are declared, never read off the records: a private release refuses data whose
+geography was derived from the records (the blocks where persons live), and persons outside the
+declared blocks or the schema's values are left out by stated rules
+(:data:`~dpmodels.topdown.data.BOUNDING_RULES`) instead of refusing the release.
+:func:`release_facts` states all of it for the release's manifest.
 """
 
 from __future__ import annotations
@@ -20,19 +26,31 @@ import scipy.sparse as sp
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.executors import resolve_executor
+from dpmodels.core.facts import ReleaseFacts
 from dpmodels.core.hierarchy import Hierarchy
+from dpmodels.core.randomness import is_secure
 from dpmodels.core.session import PrivacySession
 
-from .data import PublicKnowledge, Schema, TopDownData
+from .data import BOUNDING_RULES, PublicKnowledge, Schema, TopDownData
 from .driver import TopDownResult, topdown
-from .mechanism import Strategy, measure
+from .mechanism import Strategy, _level_unit_shares, default_strategy, measure, plan_measurement
 from .solve import NodeOptions
 
-__all__ = ["RELEASE_NOISE", "HARD_CHECKS", "PublicParts", "release", "histogram_frame"]
+__all__ = [
+    "RELEASE_NOISE",
+    "HARD_CHECKS",
+    "NEIGHBOURS",
+    "PublicParts",
+    "release",
+    "release_facts",
+    "histogram_frame",
+]
 
 RELEASE_NOISE = "geometric"  # the exact double-geometric sampler; the only noise a release draws
 #: The hard public constraints of a release (edits and GQ facts may be relaxed by a logged fallback).
 HARD_CHECKS = ("negative cells", "invariant totals off", "structural zeros off", "inconsistent parents")
+#: The neighbour relation a release is calibrated for (``measure``'s ``neighbours``).
+NEIGHBOURS = "substitution"
 
 
 @dataclass(frozen=True)
@@ -58,7 +76,30 @@ def release(
 
     Only the measurement runs inside the session (noise from ``session.rng``); the driver
     then sees the noisy answers and :class:`PublicParts`.  The options, the executor and
-    the noise are checked before anything is drawn.
+    the noise are checked before anything is drawn, and so is the geography: on the secure
+    generator, data whose geography was derived from the records (``from_csv`` without
+    ``blocks``) are refused, since which blocks exist would then depend on the persons (a
+    person alone in a block makes it appear).  The session charges before it runs the
+    mechanism, so these checks and every scale of the measurement
+    (:func:`~dpmodels.topdown.mechanism.plan_measurement`) run before it: a refusal costs no
+    budget.  The measurement is calibrated for substitution neighbours whose replacement record
+    may be left out by the bounding rules (``measure(..., records_may_leave=True)``).
+
+    Parameters
+    ----------
+    session
+        The privacy session holding the :class:`~dpmodels.topdown.data.TopDownData`.
+    epsilon
+        The budget this release spends from the session.
+    strategy, level_shares
+        The query sets with their shares, and the per-level shares (defaults: the E2E shape,
+        uniform levels); public choices, stated by :func:`release_facts`.
+    options
+        The post-processing's :class:`~dpmodels.topdown.solve.NodeOptions`.
+    executor, progress
+        Where the solves of a level run, and whether to show progress.
+    noise
+        Must be ``"geometric"`` (exact discrete Laplace); floating-point Laplace is refused.
     """
     if noise != RELEASE_NOISE:
         raise PrivacyParameterError(
@@ -68,6 +109,9 @@ def release(
         )
     if options is not None and not isinstance(options, NodeOptions):
         raise DataValidationError("options", f"must be a NodeOptions, got {type(options).__name__}")
+    # The session charges before it runs the mechanism: everything public is checked first.  The
+    # data are read for their declared parts only (geography, schema, the invariant root total).
+    _check_before_charging(session._data, session.rng, epsilon, strategy, level_shares)
     with resolve_executor(executor) as pool:  # a bad executor is refused here, before the draw
         measured, public = session.run("TopDown measurement", _measurement(strategy, level_shares), epsilon)
         return topdown(
@@ -79,10 +123,134 @@ def _measurement(strategy: Strategy | None, level_shares):
     """The session's mechanism: exact noisy answers, and the public parts for the post-processing."""
 
     def run(data: TopDownData, epsilon, rng):
-        measured = measure(data, epsilon, strategy, level_shares, RELEASE_NOISE, rng=rng)
+        _require_declared_geography(data, rng)
+        measured = measure(
+            data, epsilon, strategy, level_shares, RELEASE_NOISE, NEIGHBOURS, rng=rng, records_may_leave=True
+        )
         return (measured, PublicParts(data.schema, data.geography, data.knowledge)), measured.ledger
 
     return run
+
+
+def _check_before_charging(data: TopDownData, rng, epsilon, strategy: Strategy | None, level_shares) -> None:
+    """Refuse, from public facts only, what the mechanism would refuse: nothing is charged or drawn."""
+    _require_declared_geography(data, rng)
+    plan_measurement(data, epsilon, strategy, level_shares, RELEASE_NOISE, NEIGHBOURS, records_may_leave=True)
+
+
+def _require_declared_geography(data: TopDownData, rng) -> None:
+    """Refuse, before any draw, a geography derived from the records when the noise is secure (private)."""
+    if is_secure(rng) and not data.geography_declared:
+        raise DataValidationError(
+            "blocks",
+            f"the geography of {data.name!r} was derived from the records (the blocks that have persons, which "
+            "depend on them); a private release needs the declared block list, empty blocks too: give it with "
+            "--blocks FILE (Python: instances.topdown.from_csv(..., blocks=FILE)). Only an experiment on a seeded "
+            "generator (--seed N --not-private) may take the blocks from the data; nothing was drawn",
+        )
+
+
+def release_facts(
+    data: TopDownData, strategy: Strategy | None = None, level_shares=None, options: NodeOptions | None = None
+) -> ReleaseFacts:
+    """What a TopDown release states in its manifest, from the declared inputs and options only.
+
+    Reads the schema, the geography, the public knowledge's ``total_level``, zeros, edits and GQ
+    facts, and the strategy's and levels' shares; never the person counts (the invariant totals
+    are described, not given: the release itself carries them).  A geography derived from the
+    records is not a declared fact: its sizes are left out and a note says the output is not private.
+
+    Parameters
+    ----------
+    data
+        The data of the release (only its declared parts are read).
+    strategy
+        The query sets and their shares (default :func:`~dpmodels.topdown.mechanism.default_strategy`).
+    level_shares
+        The per-level budget shares (default uniform over the levels).
+    options
+        The post-processing options (default :class:`~dpmodels.topdown.solve.NodeOptions`).
+    """
+    geo, kn, schema = data.geography, data.knowledge, data.schema
+    strategy = strategy or default_strategy(schema)
+    shares = _level_unit_shares(level_shares, geo.n_levels)
+    declared = {
+        "schema": {a.name: a.size for a in schema.attributes},
+        "cells": schema.size,
+        "total_level": kn.total_level,
+        "strategy": [
+            {"query_set": q.name, "rows": q.rows, "share": str(share)}
+            for q, share in zip(strategy.queries, strategy.shares, strict=True)
+        ],
+        "level_shares": [str(v) for v in shares],
+        "structural_zero_cells": len(kn.structural_zeros),
+        "edits": [e.name for e in kn.edits],
+    }
+    notes = list(_NOTES)
+    if data.geography_declared:
+        declared["blocks"] = len(geo.leaves)
+        declared["regions_per_level"] = [int(v) for v in geo.level_sizes()]
+    else:
+        notes.insert(0, _DERIVED_GEOGRAPHY_NOTE)
+    return ReleaseFacts(
+        privacy_unit="one person (one row of the persons file: its block and its attribute values)",
+        neighbours=f"{NEIGHBOURS}: {_NEIGHBOURS_TEXT}",
+        declared=declared,
+        invariants=_invariants(data),
+        bounding=BOUNDING_RULES,
+        post_processing=_post_processing(options or NodeOptions()),
+        flavor="pure DP",
+        notes=tuple(notes),
+    )
+
+
+_NEIGHBOURS_TEXT = (
+    "one person's record is replaced by any other record, its block included (a person may move between "
+    "blocks). A replacement that the bounding rules leave out makes the pair a removal, which the calibration "
+    "covers: levels of two or more regions have sensitivity 2 max_a |A e_a|_1 per query set, a single-region "
+    "level max(within-region substitution, max_a |A e_a|_1)"
+)
+_DERIVED_GEOGRAPHY_NOTE = (
+    "NOT PRIVATE: the geography was derived from the records (the blocks that have persons), so which blocks "
+    "exist depends on the data; the numbers of blocks and regions are not declared facts"
+)
+_NOTES = (
+    "the unit is a row of the persons file: a person with k rows is protected at k times the budget",
+    "the invariant totals are exact (as in the Census): a person who moves between two invariant regions "
+    "changes both totals by one, unprotected",
+    "a malformed input (an unreadable file, a missing column, a blank value, a geocode that is not 15 digits, "
+    "a block listed twice) refuses the whole release; the bounding rules never do",
+    "noise is exact discrete Laplace added to integer answers in int64; the float64 values the post-processing "
+    "reads are exact conversions of the noisy integers",
+)
+
+
+def _invariants(data: TopDownData) -> dict:
+    """The quantities released exactly, described (their values are in the release itself)."""
+    kn, geo = data.knowledge, data.geography
+    regions = int(np.sum(geo.level <= kn.total_level))
+    out = {
+        f"population of every region of levels 1..{kn.total_level}": (
+            f"released exactly ({regions} regions; level 1 is the root): the released histograms of these regions "
+            "sum to their true populations after the bounding rules"
+        )
+    }
+    if kn.gq is not None:
+        out["group-quarters facts"] = (
+            "per block, which group-quarters types are present and their facility lower bounds: respected exactly"
+        )
+    return out
+
+
+def _post_processing(options: NodeOptions) -> str:
+    return (
+        "top down, level by level from the root: each parent's children are estimated by weighted least squares "
+        f"(L2, {options.l2}) from their noisy answers, then rounded to non-negative integers summing to the parent "
+        f"(L1, {options.l1}), keeping the invariant totals, structural zeros, group-quarters facts and "
+        f"{'edits' if options.edits else 'no edits'}; when no solution meets them, edits are dropped, then the "
+        "failsafe relaxes the parent sums to the least distance. It reads only the noisy answers and the declared "
+        "facts; microdata are the block histograms written out one row per person"
+    )
 
 
 def histogram_frame(schema: Schema, result: TopDownResult) -> pd.DataFrame:

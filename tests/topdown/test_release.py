@@ -131,8 +131,10 @@ REFUSALS = {
     "not UTF-8": ("is not UTF-8", lambda c, p: {"--persons": _write(c, b"geocode,hhgq\n\xff\xfe,x\n")}),
     "missing column": ("missing columns ['cenrace']", lambda c, p: {"--persons": _write(c, p.drop(columns="cenrace"))}),
     "epsilon 0": ("epsilon: must be > 0", lambda c, p: {"--epsilon": "0"}),
-    "epsilon unrepresentable": ("cannot represent", lambda c, p: {"--epsilon": "1e-25"}),
+    "epsilon unrepresentable": ("cannot be sampled exactly", lambda c, p: {"--epsilon": "1e-25"}),
     "seed without --not-private": ("seed: a release on real data", lambda c, p: {"--seed": "3"}),
+    "blocks repeated": ("is listed twice", lambda c, p: {"--blocks": _write(c, p[["geocode"]].iloc[[0, 0]])}),
+    "blocks malformed": ("must be 15 digits", lambda c, p: {"--blocks": _write(c, p[["geocode"]].iloc[:1] + "0")}),
     "output folder missing": ("--out-histograms: the folder", lambda c, p: {"--out-histograms": c / "no" / "h.csv"}),
     "output over the input": (
         "--out-microdata: ",
@@ -149,7 +151,7 @@ def refusals(folder, census):
     for k, (label, (_, change)) in enumerate(REFUSALS.items()):
         case = folder / f"refusal{k}"
         case.mkdir()
-        options = {"--persons": folder / "persons.csv", "--epsilon": "1"}
+        options = {"--persons": folder / "persons.csv", "--blocks": folder / "blocks.csv", "--epsilon": "1"}
         options.update({"--out-microdata": case / "m.csv", "--out-histograms": case / "h.csv"})
         options.update(change(case, persons))
         before = {p.name: p.read_bytes() for p in case.iterdir()}
@@ -166,7 +168,7 @@ def test_bad_input_is_refused_with_its_field_and_nothing_written(refusals, label
     assert {p.name: p.read_bytes() for p in case.iterdir()} == before
 
 
-def test_loader_refuses_blank_values_header_only_files_and_unlisted_blocks(folder, census, tmp_path):
+def test_loader_refuses_blank_values_and_header_only_files_and_leaves_out_unlisted_blocks(folder, census, tmp_path):
     from dpmodels.instances.topdown import from_csv
 
     persons = records(census)
@@ -181,12 +183,19 @@ def test_loader_refuses_blank_values_header_only_files_and_unlisted_blocks(folde
         assert err.value.field == str(tmp_path / name)
     with pytest.raises(DataValidationError, match="total_level"):
         from_csv(folder / "persons.csv", races=7, total_level="planet")
-    # a public block list keeps the empty blocks in the geography and refuses persons outside it
+    # a public block list keeps the empty blocks in the geography
     listed = from_csv(folder / "persons.csv", races=7, blocks=folder / "blocks.csv")
     assert len(listed.geography.leaves) == len(census.geography.leaves) > len(set(persons.geocode))
-    pd.DataFrame({"geocode": sorted(set(persons.geocode))[1:]}).to_csv(tmp_path / "few.csv", index=False)
-    with pytest.raises(DataValidationError, match="not in the block list"):
-        from_csv(folder / "persons.csv", races=7, blocks=tmp_path / "few.csv")
+    assert listed.geography_declared and not from_csv(folder / "persons.csv", races=7).geography_declared
+    # persons of an unlisted block are left out (the stated rule), counted nowhere, invariants included
+    codes = sorted(set(persons.geocode))
+    pd.DataFrame({"geocode": codes[1:]}).to_csv(tmp_path / "few.csv", index=False)
+    few = from_csv(folder / "persons.csv", races=7, blocks=tmp_path / "few.csv")
+    kept = persons[persons.geocode != codes[0]]
+    assert few.population == len(kept) and few.knowledge.root_total == len(kept)
+    states = kept.geocode.str[:2].value_counts()
+    for state, size in states.items():
+        assert few.knowledge.invariant_totals[few.geography.names.index(state)] == size
 
 
 # ---------------------------------------------------------------------- the Python function
