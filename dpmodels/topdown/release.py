@@ -217,7 +217,8 @@ _DERIVED_GEOGRAPHY_NOTE = (
 _NOTES = (
     "the unit is a row of the persons file: a person with k rows is protected at k times the budget",
     "the invariant totals are exact (as in the Census): a person who moves between two invariant regions "
-    "changes both totals by one, unprotected",
+    "changes both totals by one, and a person whom a bounding rule leaves out (e.g. moved to an unlisted "
+    "block) is missing from every total down to the nation's: unprotected",
     "a malformed input (an unreadable file, a missing column, a blank value, a geocode that is not 15 digits, "
     "a block listed twice) refuses the whole release; the bounding rules never do",
     "noise is exact discrete Laplace added to integer answers in int64; the float64 values the post-processing "
