@@ -230,6 +230,7 @@ class PrivacySession:
         self._lock = threading.Lock()
         self.name = name
         self.unit = budget.unit
+        self.not_private = bool(not_private)
         if rng is None:
             self.rng = release_rng(seed, not_private=not_private)
         else:
@@ -246,8 +247,9 @@ class PrivacySession:
     # ------------------------------------------------------------------ budget
     @property
     def private(self) -> bool:
-        """Whether the session draws from a secure generator (its outputs can be private)."""
-        return is_secure(self.rng)
+        """Whether the session's outputs can be private: it draws from a secure generator and was not
+        declared not private (a declared experiment may use public facts derived from the data)."""
+        return is_secure(self.rng) and not self.not_private
 
     @property
     def epsilon(self) -> Fraction:
