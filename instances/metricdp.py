@@ -35,6 +35,7 @@ __all__ = [
     "text_embeddings",
     "locations_from_csv",
     "records_from_csv",
+    "OUTSIDE",
     "ROME_BOX",
 ]
 
@@ -290,12 +291,34 @@ def _finite_column(frame: pd.DataFrame, column: str, path) -> np.ndarray:
     return values
 
 
-def records_from_csv(path, labels) -> tuple[list[str], np.ndarray]:
-    """Each user's secret location: a CSV ``user,record``, one row per user, ``record`` a label of
-    the public domain (``labels``: a location of the points file, or a cell index ``0..N-1`` of a
-    generated grid, row-major).  Returns the users (file order) and their record indices.
+#: The record index :func:`records_from_csv` gives a location outside the public domain.
+OUTSIDE = -1
+_INTEGER = r"^[+-]?\d+$"
 
-    A record outside the domain and a user on two rows are refused, naming the user and the row.
+
+def records_from_csv(path, labels, *, cells: bool = False) -> tuple[list[str], np.ndarray]:
+    """Each user's secret location: a CSV ``user,record``, one row per user.
+
+    Parameters
+    ----------
+    path
+        The records file.  ``record`` is a label of the public domain (a location of the points
+        file), or with ``cells=True`` a cell index ``0..N-1`` of a generated grid (row-major).
+    labels
+        The public domain's location labels, in index order.
+    cells
+        Whether records are integer cell indices (a generated grid) rather than labels.
+
+    Returns
+    -------
+    The users (file order) and their record indices.  A record naming no location of the
+    domain (an unknown label, a cell index outside ``0..N-1``) gets :data:`OUTSIDE`: the release
+    perturbs it as if it were at the declared fallback location (a stated rule, never a refusal:
+    whether a release happens must not depend on one person's record).
+
+    Only malformed input is refused, naming the file and the row: a missing column, a blank
+    entry, a user on two rows (``user`` is the key: a user with two records would compose), and
+    with ``cells=True`` a record that is not an integer.
     """
     index = {str(label): i for i, label in enumerate(labels)}
     frame = read_user_csv(path, ["user", "record"], nonblank=["user", "record"])
@@ -308,23 +331,21 @@ def records_from_csv(path, labels) -> tuple[list[str], np.ndarray]:
             str(path),
             f"user {users.iloc[row]!r} is on data rows {first + 1} and {row + 1}; give one record per user",
         )
-    unknown = np.flatnonzero(~records.isin(index).to_numpy())
-    if unknown.size:
-        row = int(unknown[0])
+    if cells:
+        records = _cell_labels(records, path)
+    return users.tolist(), records.map(index).fillna(OUTSIDE).to_numpy(dtype=np.intp)
+
+
+def _cell_labels(records: pd.Series, path) -> pd.Series:
+    """Cell indices as the labels ``"0".."N-1"`` (``"07"`` is cell 7); a non-integer is refused with its row."""
+    bad = np.flatnonzero(~records.str.fullmatch(_INTEGER).to_numpy())
+    if bad.size:
+        row = int(bad[0])
         raise DataValidationError(
             str(path),
-            f"column 'record': user {users.iloc[row]!r} (data row {row + 1}) has {records.iloc[row]!r}, which is "
-            f"not a location of the public domain ({_describe_labels(labels)})",
+            f"column 'record': data row {row + 1} is not an integer cell index of the grid (row x cols + col)",
         )
-    return users.tolist(), records.map(index).to_numpy(dtype=np.intp)
-
-
-def _describe_labels(labels) -> str:
-    labels = [str(label) for label in labels]
-    if labels == [str(i) for i in range(len(labels))]:
-        return f"cells 0..{len(labels) - 1}"
-    shown = ", ".join(labels[:5])
-    return f"{len(labels)} locations: {shown}{', ...' if len(labels) > 5 else ''}"
+    return records.map(lambda text: str(int(text)))
 
 
 # ---------------------------------------------------------------------- one tiny model per formulation

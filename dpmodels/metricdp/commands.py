@@ -252,6 +252,13 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--eta", type=positive_float, default=2.0, help="neighbour radius in km: locations within eta get mDP rows"
     )
+    p.add_argument(
+        "--outside",
+        metavar="LABEL",
+        help="the fallback location: a record naming no location of the domain is perturbed as if it were there "
+        "(a location label of --points, or a cell index; default: the domain's centre, the location with the "
+        "least largest distance to the others)",
+    )
     p.add_argument("--solver", choices=list(SOLVERS), default="mdp_ipm", help="solver of the perturbation LP")
     add_solver_option(p, "mdp_ipm", "gap", help_extra="; highs solves to its own tolerance (not certified)")
     p.add_argument(
@@ -278,12 +285,15 @@ def _run_release(args) -> int:
     refuse_overwriting_inputs({**outs, "--ledger": ledger}, {"--records": args.records, "--points": args.points})
     rng = release_rng(args.seed, not_private=args.not_private)  # the seed policy, before any file is read
     instance = _release_domain(args, epsilon)
+    fallback = _fallback(instance, args.outside)  # a public declaration, checked before the records are read
     labels = instance.info.get("labels") or [str(i) for i in range(instance.N)]
-    users, records = records_from_csv(args.records, labels)
+    users, records = records_from_csv(args.records, labels, cells="labels" not in instance.info)
     result = release(
         instance,
         records,
         rng,
+        not_private=args.not_private,
+        outside=fallback,
         users=users,
         solver=args.solver,
         gap=args.gap,
@@ -299,10 +309,21 @@ def _run_release(args) -> int:
         f"eta = {instance.eta:g} km; mechanism by {mech.solver} ({mech.status}): expected loss {mech.loss:.6g} "
         f"({gap}), exactly mDP: {result.audit['exactly mDP']}"
     )
+    print(f"a record outside the domain is perturbed as if it were at {labels[fallback]!r} (the stated rule)")
     print(f"wrote {outs['--out']}")
     count = f"{len(records)} record{'s' if len(records) != 1 else ''}"
     print(f"wrote {ledger} ({count}, each eps*d-indistinguishable; {result.ledger.randomness})")
     return 0
+
+
+def _fallback(instance, label) -> int:
+    """``--outside``: the declared fallback location's index (default: the domain's centre)."""
+    from .release import fallback_location
+
+    try:
+        return fallback_location(instance, label)
+    except DataValidationError as err:
+        raise DataValidationError("--outside", err.problem) from None
 
 
 def _per_km(text) -> float:

@@ -20,6 +20,14 @@ record is perturbed once, independently; records of different users do not compo
 with several records would (the command refuses a user on two rows).  The neighbour graph of
 the domain must be connected: records in different components would be distinguishable, so
 such a domain is refused.
+
+**A record outside the domain** (a label the points file does not list, a cell index outside
+the grid) is not refused, since whether a release happens must not depend on one person: it is
+perturbed as if it were at the declared *fallback* location (:func:`fallback_location`: the
+domain's centre by default, or a location the user names), so its output is exactly as private
+as an in-domain record's with respect to the fallback.  How many records the rule touched is
+never reported.  A seeded generator is refused unless the caller declares ``not_private=True``.
+:func:`release_facts` states all of this from the public inputs for the release's manifest.
 """
 
 from __future__ import annotations
@@ -32,13 +40,25 @@ from pathlib import Path
 import numpy as np
 
 from dpmodels.core.accounting import PrivacyLedger
-from dpmodels.core.errors import DataValidationError
+from dpmodels.core.errors import DataValidationError, PrivacyParameterError
+from dpmodels.core.facts import ReleaseFacts
 from dpmodels.core.randomness import is_secure
 
 from .data import MDPInstance
 from .mechanism import audit, expected_loss, repair, require_exact_mdp, sample_outputs
+from .outside import domain_centre, fallback_location, label_of, outside_rule
 
-__all__ = ["SOLVERS", "GUARANTEE", "Mechanism", "MDPRelease", "optimal_mechanism", "release"]
+__all__ = [
+    "SOLVERS",
+    "GUARANTEE",
+    "Mechanism",
+    "MDPRelease",
+    "optimal_mechanism",
+    "domain_centre",
+    "fallback_location",
+    "release",
+    "release_facts",
+]
 
 #: The solvers of the perturbation LP a release may use: ``mdp_ipm`` certifies its gap.
 SOLVERS = ("mdp_ipm", "highs")
@@ -100,6 +120,7 @@ class MDPRelease:
     instance: MDPInstance
     name: str
     private: bool
+    fallback: int = 0
 
     def to_dict(self) -> dict:
         inst, graph = self.instance, self.instance.graph
@@ -120,6 +141,7 @@ class MDPRelease:
                 "metric": info.get("metric", "the instance's distances d (km)"),
                 "prior": info.get("prior", _prior_words(inst.prior)),
             },
+            "outside the domain": outside_rule(inst, self.fallback),
             "optimisation": self.mechanism.as_dict(),
             "audit": self.audit,
             "records released": int(len(self.outputs)),
@@ -179,6 +201,8 @@ def release(
     records,
     rng,
     *,
+    not_private: bool = False,
+    outside=None,
     mechanism: Mechanism | np.ndarray | None = None,
     users=None,
     solver: str = "mdp_ipm",
@@ -188,18 +212,39 @@ def release(
 ) -> MDPRelease:
     """Replace each record (a location index of ``instance``) by an output of the optimal mechanism.
 
-    ``rng`` is a numpy Generator: :func:`dpmodels.core.randomness.release_rng` (secure; seeded
-    only for a declared experiment, and the ledger then says NOT private).  ``mechanism``: a
-    precomputed :class:`Mechanism` or matrix (it must pass the exact audit), else
-    :func:`optimal_mechanism` with ``solver``, ``gap`` and ``time_limit``.  ``users`` names the
-    records in errors.  Everything is checked, the mechanism solved and audited, and the ledger
-    charged before the first output is drawn.  See the module docstring for the guarantee.
+    Everything is checked, the mechanism solved and audited, and the ledger charged before the
+    first output is drawn.  See the module docstring for the guarantee.
+
+    Parameters
+    ----------
+    instance
+        The public domain (locations, metric, prior, ``eps`` per km, ``eta``).
+    records
+        One integer location index per user.  An index outside ``0..N-1`` (e.g.
+        :data:`dpmodels.instances.metricdp.OUTSIDE`) is perturbed as if it were at the fallback
+        location (``outside``), never refused; non-integer records are malformed and refused.
+    rng
+        A numpy Generator: :func:`dpmodels.core.randomness.release_rng` (secure).  A generator
+        that is not secure (a seed) is refused unless ``not_private=True``.
+    not_private
+        Declares the output an experiment, not private: only then may ``rng`` be seeded, and the
+        ledger says NOT private.
+    outside
+        The fallback location of records outside the domain (:func:`fallback_location`: the
+        domain's centre by default, or a declared index or label).
+    mechanism
+        A precomputed :class:`Mechanism` or matrix (it must pass the exact audit), else
+        :func:`optimal_mechanism` with ``solver``, ``gap`` and ``time_limit``.
+    users
+        The users' names, one per record (checked for length only).
+    solver, gap, time_limit
+        The perturbation LP's solve (public inputs only).
+    name
+        The dataset's name in the ledger.
     """
-    if not isinstance(rng, np.random.Generator):
-        raise DataValidationError(
-            "rng", "must be a numpy Generator from dpmodels.core.randomness.release_rng (secure unless declared)"
-        )
-    records = _check_records(instance, records, users)
+    _check_generator(rng, not_private)
+    fallback = fallback_location(instance, outside)
+    records = _bound_records(instance, records, users, fallback)
     _check_connected(instance)
     if mechanism is None:
         mech = optimal_mechanism(instance, solver, gap, time_limit)
@@ -219,23 +264,38 @@ def release(
     )
     outputs = sample_outputs(instance, z, records, rng)
     locations = np.asarray(instance.info.get("outputs", np.arange(instance.K)))
-    return MDPRelease(outputs, locations[outputs], mech, report, ledger, instance, name, is_secure(rng))
+    return MDPRelease(outputs, locations[outputs], mech, report, ledger, instance, name, is_secure(rng), fallback)
 
 
-def _check_records(instance: MDPInstance, records, users) -> np.ndarray:
-    """Record indices in ``0..N-1``; one outside is refused naming its user (or its position)."""
+def _check_generator(rng, not_private: bool) -> None:
+    """A numpy Generator, secure unless the output is declared not private."""
+    if not isinstance(rng, np.random.Generator):
+        raise DataValidationError(
+            "rng", "must be a numpy Generator from dpmodels.core.randomness.release_rng (secure unless declared)"
+        )
+    if not is_secure(rng) and not not_private:
+        raise PrivacyParameterError(
+            "rng",
+            "is not the secure generator (a seeded one?): its output would not be private. Use "
+            "dpmodels.core.randomness.release_rng(), or declare not_private=True for an experiment "
+            "(the ledger then says NOT private)",
+        )
+
+
+def _bound_records(instance: MDPInstance, records, users, fallback: int) -> np.ndarray:
+    """Record indices in ``0..N-1``: one outside is replaced by ``fallback`` (the stated rule, no refusal).
+
+    Malformed input is refused: no records, non-integer records, a users list of another length.
+    """
     values = np.atleast_1d(np.asarray(records))
     if values.size == 0:
         raise DataValidationError("records", "there are no records to release")
-    if values.dtype.kind not in "iu":
-        raise DataValidationError("records", f"must be location indices in 0..{instance.N - 1}")
-    bad = np.flatnonzero((values < 0) | (values >= instance.N))
-    if bad.size:
-        who = f"user {users[bad[0]]!r}" if users is not None else f"record {bad[0]}"
-        raise DataValidationError(
-            "records", f"{who} has location {values[bad[0]]}, outside the public domain 0..{instance.N - 1}"
-        )
-    return values.astype(np.intp)
+    if values.ndim != 1 or values.dtype.kind not in "iu":
+        raise DataValidationError("records", f"must be a vector of integer location indices (0..{instance.N - 1})")
+    if users is not None and len(users) != values.size:
+        raise DataValidationError("users", f"must name the {values.size} records, got {len(users)} names")
+    inside = (values >= 0) & (values < instance.N)
+    return np.where(inside, values, fallback).astype(np.intp)
 
 
 def _check_connected(instance: MDPInstance) -> None:
@@ -246,6 +306,58 @@ def _check_connected(instance: MDPInstance) -> None:
             f"the public locations fall into {components} groups with no neighbours (d <= eta = {instance.eta:g}) "
             "between them: a record's group would be revealed; raise eta",
         )
+
+
+# ---------------------------------------------------------------------- the manifest's family part
+def release_facts(instance: MDPInstance, *, outside=None, solver: str = "mdp_ipm", gap: float = 1e-3) -> ReleaseFacts:
+    """What a metric-DP release states, from the public domain and the options only (no record is read).
+
+    Parameters
+    ----------
+    instance
+        The public domain: locations, metric, prior, ``eps`` per km and ``eta``.
+    outside
+        The declared fallback location of records outside the domain (None: the domain's centre),
+        as :func:`fallback_location` takes it.
+    solver, gap
+        How the perturbation matrix is solved (public: the matrix depends on no record).
+    """
+    if solver not in SOLVERS:
+        raise DataValidationError("solver", f"must be one of {list(SOLVERS)}, got {solver!r}")
+    fallback = fallback_location(instance, outside)
+    how = "declared" if outside is not None else "the domain's centre (least largest distance d, lowest index on ties)"
+    declared = {
+        "domain": instance.name,
+        "locations": int(instance.N),
+        "outputs": int(instance.K),
+        "epsilon_per_km": float(instance.epsilon),
+        "eta_km": float(instance.eta),
+        "metric": instance.info.get("metric", "the instance's distances d (km)"),
+        "prior": instance.info.get("prior", _prior_words(instance.prior)),
+        "fallback location": label_of(instance, fallback),
+        "fallback rule": how,
+        "solver": solver,
+        "gap": float(gap) if solver == "mdp_ipm" else "not certified (highs)",
+    }
+    return ReleaseFacts(
+        privacy_unit="one user: the secret location of one row of the records file (each perturbed once, locally)",
+        neighbours=GUARANTEE,
+        declared=declared,
+        invariants={},
+        bounding=(
+            outside_rule(instance, fallback),
+            "a user on two rows is refused (user is the key: two records of one user would compose); so are a "
+            "blank record and, on a generated grid, a record that is not an integer (malformed input)",
+        ),
+        post_processing="each released location is the label of the output drawn for its record; the perturbation "
+        "matrix is computed from the public domain only and audited exactly",
+        flavor="metric DP (local)",
+        notes=(
+            "no composition across records: each record is perturbed once, independently, under its own guarantee",
+            "the outputs are drawn once per distinct location among the records (one exact draw per record), so the "
+            "running time of the draws grows with the number of distinct locations the records name",
+        ),
+    )
 
 
 def _prior_words(prior: np.ndarray) -> str:
