@@ -4,9 +4,9 @@ The paper has no datasets: the fixed instances are the spec's worked examples (t
 greedy trap, Example 1, and the k-coverage Example 2, each with its neighbouring dataset), the
 generators draw sparse synthetic coverage, facility-location and k-coverage instances, and the
 loaders read a user's sets file (coverage) or sparse similarity file (facility location) without
-ever allocating a dense |E| x |V| matrix.  :func:`from_csv` reads the files of
-``dpmodels release submodular``: the public ground set and matroid, the private coverage pairs
-and optional weights, every problem refused naming the file, the column and the row.
+ever allocating a dense |E| x |V| matrix.  :func:`from_csv` (:mod:`.submodular_csv`) reads the
+files of ``dpmodels release submodular``: the public ground set and matroid, the private
+coverage pairs and optional weights, data outside the declared bounds handled by stated rules.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import csv
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 
 from dpmodels.core.errors import DataValidationError
@@ -28,7 +27,7 @@ from dpmodels.submodular.matroids import PartitionMatroid, UniformMatroid
 from dpmodels.submodular.set_functions import FacilityLocation, WeightedCoverage
 
 from .registry import register_generator, register_instance
-from .userfiles import read_user_csv
+from .submodular_csv import from_csv
 
 __all__ = [
     "trap",
@@ -177,7 +176,9 @@ def coverage_from_file(
     User names may be any tokens; ``weights`` is an optional file of ``user weight`` lines
     (default 1).  ``sensitivity`` is the declared, data-independent bound ``Delta`` on any user's
     weight (required: it must not be read off the private file); a weight above it is refused.
-    Reading is streaming and the incidence sparse: memory is linear in the file.
+    Reading is streaming and the incidence sparse: memory is linear in the file.  The number of
+    users is counted in the file, not declared, so the function is marked
+    ``public_record_count = False``: research use only, a private release refuses it.
     """
     users: dict[str, int] = {}
     rows, cols = [], []
@@ -199,6 +200,7 @@ def coverage_from_file(
             w[users[name]] = float(value)
     inc = sp.csc_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, max(1, len(users))))
     F = WeightedCoverage(inc, w if users else np.ones(1), sensitivity=sensitivity)
+    F.public_record_count = False  # the users were counted in the file: a private release refuses F
     return SubmodularInstance(F, make_matroid(matroid, n, rank, make_rng(seed), blocks), f"coverage:{Path(path).name}")
 
 
@@ -209,7 +211,9 @@ def facility_from_file(
 
     Sites and customers may be any labels; sites are numbered in order of first appearance.
     ``sensitivity`` is the declared, data-independent benefit bound ``B = Delta`` (required: it must
-    not be read off the private file); a benefit outside ``[0, B]`` is refused."""
+    not be read off the private file); a benefit outside ``[0, B]`` is refused.  The customers are
+    counted in the file (``public_record_count = False``): research use only, a private release
+    refuses the function."""
     sites: dict[str, int] = {}
     customers: dict[str, int] = {}
     rows, cols, vals = [], [], []
@@ -230,148 +234,10 @@ def facility_from_file(
         raise DataValidationError("path", f"{path}: no site,customer,benefit lines")
     c = sp.csc_matrix((vals, (rows, cols)), shape=(len(sites), len(customers)))
     F = FacilityLocation(c, benefit_bound=sensitivity)
+    F.public_record_count = False  # the customers were counted in the file: a private release refuses F
     return SubmodularInstance(
         F, make_matroid(matroid, len(sites), rank, make_rng(seed), blocks), f"facility:{Path(path).name}"
     )
-
-
-# ---------------------------------------------------------------------- a user's CSV files (release)
-def from_csv(
-    coverage,
-    *,
-    elements=None,
-    partition=None,
-    rank: int | None = None,
-    capacity: int | None = None,
-    weights=None,
-    max_weight: float | None = None,
-    n_users: int | None = None,
-    name: str | None = None,
-) -> SubmodularInstance:
-    """Weighted coverage on a declared matroid from a user's CSV files (``dpmodels release submodular``).
-
-    Public declarations (never read off the private data):
-
-    * the ground set and the matroid: ``elements`` (a CSV with an ``element`` column) with ``rank``
-      (uniform matroid: any ``rank`` elements), or ``partition`` (a CSV ``element,part``) with
-      ``capacity`` (at most ``capacity`` elements of each part); elements keep the file's order;
-    * with ``weights``, the bound ``max_weight`` = ``Delta`` on any user's weight (the sensitivity).
-
-    Private data: ``coverage``, a CSV ``element,user`` with one row per (element, user it covers);
-    a repeated pair is one incidence, an element outside the declared ground set is refused.
-    ``weights`` (optional) is a CSV ``user,weight`` with one row per user, each weight in
-    ``[0, max_weight]``; every user of ``coverage`` needs one (users listed only there cover
-    nothing).  Without ``weights`` every user weighs 1 and ``Delta = 1``.
-
-    The number of users is public under replace-one neighbours (it sets the public bound ``M_F``
-    the private algorithms size their runs by): ``n_users`` declares it, and the files may then
-    name fewer users (the others cover nothing); without it, the users named in the files are
-    taken to be every user.
-    """
-    labels, M = _declared_matroid(elements, partition, rank, capacity)
-    index = {label: e for e, label in enumerate(labels)}
-    pairs = read_user_csv(coverage, ["element", "user"], nonblank=["element", "user"])
-    element, user = pairs["element"].str.strip(), pairs["user"].str.strip()
-    unknown = np.flatnonzero(~element.isin(index).to_numpy())
-    if unknown.size:
-        row = int(unknown[0])
-        raise DataValidationError(
-            str(coverage),
-            f"column 'element': data row {row + 1} has {element.iloc[row]!r}, which is not an element of the "
-            f"declared ground set ({len(labels)} elements)",
-        )
-    users = dict.fromkeys(user)  # users in order of first appearance
-    w = None
-    if weights is not None or max_weight is not None:
-        if weights is None or max_weight is None:
-            raise DataValidationError("weights", "give the weights file and its declared bound max_weight together")
-        w, extra = _user_weights(weights, max_weight, users)
-        users.update(dict.fromkeys(extra))
-    width = len(users)
-    if n_users is not None:
-        width = _positive_count(n_users, "n_users")
-        if width < len(users):
-            raise DataValidationError("n_users", f"the files name {len(users)} users, more than the declared {width}")
-    code = {u: v for v, u in enumerate(users)}
-    rows = element.map(index).to_numpy(dtype=np.int64)
-    cols = user.map(code).to_numpy(dtype=np.int64)
-    inc = sp.csc_matrix((np.ones(rows.size), (rows, cols)), shape=(len(labels), width))
-    inc.data[:] = 1.0  # a repeated pair is one incidence
-    weight_vector = None if w is None else np.array([w.get(u, 0.0) for u in users] + [0.0] * (width - len(users)))
-    F = WeightedCoverage(inc, weight_vector, sensitivity=None if w is None else max_weight)
-    return SubmodularInstance(F, M, name or f"coverage:{Path(coverage).name}", labels=tuple(labels))
-
-
-def _declared_matroid(elements, partition, rank, capacity) -> tuple[list[str], object]:
-    """The public ground set (element labels in file order) and its uniform or partition matroid."""
-    if (elements is None) == (partition is None):
-        raise DataValidationError("elements", "declare the ground set with exactly one of elements or partition")
-    if elements is not None:
-        if capacity is not None:
-            raise DataValidationError("capacity", "goes with a partition matroid (partition=...), not elements")
-        frame = read_user_csv(elements, ["element"], nonblank=["element"])
-        labels = _unique_labels(frame, "element", elements)
-        r = _positive_count(rank, "rank")
-        if r > len(labels):
-            raise DataValidationError("rank", f"must be at most the {len(labels)} declared elements, got {r}")
-        return labels, UniformMatroid(len(labels), r)
-    if rank is not None:
-        raise DataValidationError("rank", "goes with a uniform matroid (elements=...); a partition takes capacity")
-    frame = read_user_csv(partition, ["element", "part"], nonblank=["element", "part"])
-    labels = _unique_labels(frame, "element", partition)
-    parts = dict.fromkeys(frame["part"].str.strip())
-    part_index = {p: j for j, p in enumerate(parts)}
-    cap = _positive_count(capacity, "capacity")
-    block = frame["part"].str.strip().map(part_index).to_numpy(dtype=np.int64)
-    return labels, PartitionMatroid(block, np.full(len(parts), cap))
-
-
-def _unique_labels(frame: pd.DataFrame, column: str, path) -> list[str]:
-    labels = frame[column].str.strip()
-    repeated = np.flatnonzero(labels.duplicated().to_numpy())
-    if repeated.size:
-        row = int(repeated[0])
-        first = int(np.flatnonzero((labels == labels.iloc[row]).to_numpy())[0])
-        raise DataValidationError(
-            str(path), f"column {column!r}: {labels.iloc[row]!r} on data rows {first + 1} and {row + 1}"
-        )
-    return labels.tolist()
-
-
-def _positive_count(value, field: str) -> int:
-    if value is None:
-        raise DataValidationError(field, "is required")
-    if isinstance(value, bool) or int(value) != value or int(value) < 1:
-        raise DataValidationError(field, f"must be an integer >= 1, got {value!r}")
-    return int(value)
-
-
-def _user_weights(path, max_weight, users: dict) -> tuple[dict, list]:
-    """``user -> weight`` from a ``user,weight`` CSV, each weight in ``[0, max_weight]``; also the users
-    listed only there.  A user of the coverage file without a weight is refused, naming the user."""
-    bound = float(max_weight)
-    if not np.isfinite(bound) or bound <= 0:
-        raise DataValidationError("max_weight", f"must be a finite number > 0, got {max_weight!r}")
-    frame = read_user_csv(path, ["user", "weight"], nonblank=["user", "weight"])
-    names = _unique_labels(frame, "user", path)
-    text = frame["weight"].str.strip()
-    values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
-    if bad.size:
-        row = int(bad[0])
-        raise DataValidationError(
-            str(path), f"column 'weight' needs finite numbers >= 0; data row {row + 1} has {text.iloc[row]!r}"
-        )
-    over = np.flatnonzero(values > bound)
-    if over.size:  # the value is not quoted: it is private
-        raise DataValidationError(
-            str(path), f"column 'weight': data row {int(over[0]) + 1} exceeds the declared max_weight {bound:g}"
-        )
-    weights = dict(zip(names, values.tolist(), strict=True))
-    missing = [u for u in users if u not in weights]
-    if missing:
-        raise DataValidationError(str(path), f"no weight for user {missing[0]!r} of the coverage file")
-    return weights, [u for u in names if u not in users]
 
 
 # ---------------------------------------------------------------------- one tiny model per formulation

@@ -123,7 +123,9 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--users",
         type=positive_int,
-        help="declared public number of users, if some cover no element (default: the users named in the files)",
+        help="declared public number of users (users covering no element may be left out of the files); "
+        "required: it sizes the private algorithms, so only an experiment (--not-private) may count the users "
+        "named in the files instead",
     )
     p.add_argument(
         "--algorithm",
@@ -164,6 +166,8 @@ def _run_release(args) -> int:
         f"selected {len(frame)} of {F.n} elements ({M.kind} matroid, rank {M.r}) with "
         f"{args.algorithm} at input epsilon {float(eps):.6g}, Delta = {F.sensitivity:g}"
     )
+    if args.users is None:
+        print("NOT private: the number of users was counted in the files (declare it with --users)")
     return finish(session, [outs["--out"]], ledger)
 
 
@@ -185,6 +189,12 @@ def _check_release_flags(args) -> None:
         raise DataValidationError("--max-weight", "and --weights go together (the declared bound of the weights)")
     if args.T is not None and args.algorithm not in ("alg1", "alg2"):
         raise DataValidationError("--T", f"applies to alg1 and alg2, not {args.algorithm}")
+    if args.users is None and not args.not_private:
+        raise DataValidationError(
+            "--users",
+            "is required: the declared public number of users (it sizes the private algorithms, so it must not be "
+            "counted in the private files; only an experiment declared --not-private may leave it out)",
+        )
 
 
 FAMILY = Family(

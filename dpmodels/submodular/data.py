@@ -52,6 +52,10 @@ class SetFunction:
     #: Is ``max_value`` a public (data-independent) bound?  Only then may private algorithms use it.
     #: Off by default: each built-in class whose ``max_value`` is public by construction opts in.
     public_max_value: bool = False
+    #: Is the number of records (users, customers: the columns the data holds) a declared public
+    #: fact?  The built-in classes take it as public (``M_F`` is sized by it), so a loader that counts
+    #: the records of a private file sets this False, and a private release refuses the function.
+    public_record_count: bool = True
 
     def __init__(self, n: int, sensitivity: float, max_value: float):
         if int(n) < 1:
@@ -85,6 +89,8 @@ class KSubmodularFunction:
 
     #: Is ``max_value`` a public (data-independent) bound?  Off unless a class opts in.
     public_max_value: bool = False
+    #: Is the number of records a declared public fact (see :attr:`SetFunction.public_record_count`)?
+    public_record_count: bool = True
 
     def __init__(self, n: int, k: int, sensitivity: float, max_value: float):
         if int(n) < 1 or int(k) < 1:
