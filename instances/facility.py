@@ -22,6 +22,7 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_example
 from dpmodels.core.noise import make_rng
 from dpmodels.facility.data import HST, HSTInstance, UFLInstance, check_lambda
+from dpmodels.facility.release import count_cap
 
 from .registry import register_generator, register_instance
 
@@ -313,13 +314,28 @@ def _read_table(path, field: str) -> np.ndarray:
 
 
 def from_csv(path, f: float = 1.0, count_column: str = "count", name: str | None = None) -> UFLInstance:
-    """A user's points CSV: a header row, one point per row, numeric coordinate columns (the public
-    locations) and ``count_column``, the clients at each point (non-negative integers, the private data).
+    """A user's points CSV (what ``dpmodels release facility`` reads).
 
-    Rows with identical coordinates are one location (their counts add up): the FRT tree needs
-    distinct locations, and the grouping depends on the public coordinates only.  ``info["rows"]``
-    holds each location's first data row (0-based) and ``info["columns"]`` the coordinate names.
-    Every problem is refused naming the file, the column and the row.
+    Parameters
+    ----------
+    path
+        A CSV with a header row, one point per row: numeric coordinate columns (the public
+        locations) and ``count_column``, the clients at each point (the private data).
+    f
+        The declared facility opening cost.
+    count_column
+        The column of client counts: non-negative integers.  A blank, non-numeric, negative or
+        fractional count is malformed and refused naming the row.
+    name
+        The instance's name (default: the file's stem).
+
+    Rows with identical coordinates are one location (their counts add up), and the locations
+    are in lexicographic order of their coordinates: the FRT tree needs distinct locations, and
+    neither the grouping nor the order depends on the counts or on the rows' order.  Each
+    location's count is clamped to :func:`dpmodels.facility.release.count_cap` of the number of
+    locations (a stated rule, never a refusal); the float sum of a location's rows is exact below
+    the cap (a sum reaching ``2^53`` stays above the cap, ``<= 2^40``).  ``info["rows"]`` holds each
+    location's first data row (0-based) and ``info["columns"]`` the coordinate names.
     """
     frame = read_user_csv(path)
     if count_column not in frame.columns:
@@ -328,33 +344,28 @@ def from_csv(path, f: float = 1.0, count_column: str = "count", name: str | None
     if not columns:
         raise DataValidationError(str(path), "no coordinate columns besides the counts")
     pts = np.column_stack([_numeric_column(frame, c, path) for c in columns])
-    counts = _numeric_column(frame, count_column, path)
+    counts = _numeric_column(frame, count_column, path, quote=False)  # private: the entry is not quoted
     bad = np.flatnonzero((counts < 0) | (counts != np.round(counts)))
     if bad.size:
         raise DataValidationError(
-            str(path),
-            f"column {count_column!r} must hold non-negative integers; data row {bad[0] + 1} has "
-            f"{frame[count_column].iloc[bad[0]]!r}",
+            str(path), f"column {count_column!r} must hold non-negative integers; data row {bad[0] + 1} is not one"
         )
     _, first, group = np.unique(pts, axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first)  # locations in the order of their first row
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    N = np.bincount(rank[group.ravel()], weights=counts, minlength=order.size).astype(np.int64)
-    rows = first[order]
-    info = {"rows": rows, "columns": columns, "count_column": count_column}
-    return UFLInstance(points=pts[rows], f=f, N=N, name=name or Path(path).stem, info=info)
+    totals = np.bincount(group.ravel(), weights=counts, minlength=first.size)
+    N = np.minimum(totals, count_cap(first.size)).astype(np.int64)  # the stated rule: clamp to the cap
+    info = {"rows": first, "columns": columns, "count_column": count_column}
+    return UFLInstance(points=pts[first], f=f, N=N, name=name or Path(path).stem, info=info)
 
 
-def _numeric_column(frame: pd.DataFrame, column: str, path) -> np.ndarray:
-    """``frame[column]`` as finite floats; a blank, non-numeric or infinite entry is refused with its row."""
+def _numeric_column(frame: pd.DataFrame, column: str, path, quote: bool = True) -> np.ndarray:
+    """``frame[column]`` as finite floats; a blank, non-numeric or infinite entry is refused with its row
+    (and, when ``quote``, its text: never for a private column)."""
     text = frame[column].str.strip()
     values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
-        raise DataValidationError(
-            str(path), f"column {column!r} needs finite numbers; data row {bad[0] + 1} has {text.iloc[bad[0]]!r}"
-        )
+        shown = f"has {text.iloc[bad[0]]!r}" if quote else "is not one"
+        raise DataValidationError(str(path), f"column {column!r} needs finite numbers; data row {bad[0] + 1} {shown}")
     return values
 
 

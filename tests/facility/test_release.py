@@ -18,10 +18,14 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from dpmodels.instances.facility import from_csv
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import dpmodels
 from dpmodels import instances
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.facts import ReleaseFacts
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE
 from dpmodels.core.session import BudgetExceededError, PrivacySession
 from dpmodels.facility.data import HST
@@ -31,7 +35,14 @@ from dpmodels.facility.hst import is_antichain
 from dpmodels.facility.marks import exact_spend
 from dpmodels.facility.mechanism import TreeRelease, algorithm2, run_tree
 from dpmodels.facility.models import build_tree_model, build_ufl_mip
-from dpmodels.facility.release import FacilityRelease, level_ledger
+from dpmodels.facility.release import (
+    NEIGHBOURS,
+    FacilityRelease,
+    clamp_counts,
+    count_cap,
+    level_ledger,
+    release_facts,
+)
 from dpmodels.facility.release import release as facility_release
 
 OTHER_COUNTS = [3, 1, 1, 0, 0, 0, 1, 1]  # example A has (3, 0, 1, 0, 0, 0, 0, 1)
@@ -272,3 +283,90 @@ def test_python_release_on_a_tree_and_its_exact_ledger():
         facility_release(PrivacySession(instances.load("facility/example-a", f=0.0), epsilon=1), 1)
     with pytest.raises(DataValidationError, match="sites"):
         facility_release(session, "0.1", sites="everywhere")
+
+
+# ------------------------------------------------------------------ issue 22: public means declared, rules not refusals
+def _write_points(path, rows) -> None:
+    path.write_text("x,y,count\n" + "".join(f"{x},{y},{c}\n" for x, y, c in rows))
+
+
+def test_a_huge_count_is_clamped_to_the_cap_not_refused(tmp_path):
+    """Before issue 22 a count of 2^63 or more wrapped to a negative int64 and refused the whole release."""
+    _write_points(tmp_path / "p.csv", [(0, 0, 1), (1, 0, "1e30"), (0, 1, 2**63), (1, 1, 2**40 - 1), (1, 0, 2)])
+    data = from_csv(tmp_path / "p.csv", f=1.0)
+    cap = count_cap(4)
+    assert cap == 2**40 and data.N.tolist() == [1, cap, cap, 2**40 - 1]  # (0,0) (0,1) (1,0) (1,1): sorted
+    assert count_cap(2**23) == 2**39 and count_cap(1) == 2**40
+
+
+COORD = st.tuples(st.integers(0, 3), st.integers(0, 2))
+COUNT = st.one_of(st.integers(0, 5), st.integers(2**38, 2**41), st.integers(2**52, 10**25))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(COORD, COUNT), min_size=1, max_size=15))
+def test_the_loader_sums_and_clamps_exactly(tmp_path, rows):
+    """The oracle: exact Python integers summed per distinct coordinate pair, then min(sum, cap), in sorted order."""
+    _write_points(tmp_path / "p.csv", [(x, y, c) for (x, y), c in rows])
+    data = from_csv(tmp_path / "p.csv")
+    totals: dict = {}
+    for (x, y), c in rows:
+        totals[(x, y)] = totals.get((x, y), 0) + c
+    locations = sorted(totals)
+    cap = count_cap(len(locations))
+    assert data.points.tolist() == [list(map(float, xy)) for xy in locations]
+    assert data.N.tolist() == [min(totals[xy], cap) for xy in locations]
+    first = {xy: next(i for i, (rc, _) in enumerate(rows) if rc == xy) for xy in locations}
+    assert data.info["rows"].tolist() == [first[xy] for xy in locations]
+
+
+def test_the_tree_does_not_depend_on_the_order_of_the_rows(tmp_path):
+    """Locations are in coordinate order: a file listing clients row by row (in whatever order) gives the same
+    locations, counts and, with the same generator, the same release.  Before issue 22 the order of first
+    appearance, which such a file's rows decide, ordered the locations and so shaped the tree."""
+    rng = np.random.default_rng(4)
+    xy = rng.random((30, 2)).round(3)
+    clients = [tuple(xy[i]) for i in rng.integers(0, 30, 60)] + [tuple(p) for p in xy]
+    counts = [1] * 60 + [0] * 30
+    orders = (np.arange(90), rng.permutation(90))
+    loaded = []
+    for k, order in enumerate(orders):
+        _write_points(tmp_path / f"{k}.csv", [(*clients[i], counts[i]) for i in order])
+        loaded.append(from_csv(tmp_path / f"{k}.csv", f=0.2))
+    a, b = loaded
+    assert a.points.tolist() == b.points.tolist() and a.N.tolist() == b.N.tolist()
+    releases = [facility_release(PrivacySession(d, 1, seed=9, not_private=True), 1) for d in loaded]
+    assert releases[0].tree == releases[1].tree and releases[0].facilities.tolist() == releases[1].facilities.tolist()
+
+
+def test_the_python_release_clamps_every_count_first():
+    """A session on counts above the cap releases exactly what it releases on the clamped counts (same stream)."""
+    tree = instances.load("facility/example-a")
+    huge = tree.with_counts([2**62, 2**62, 1, 0, 0, 0, 0, 2**61])
+    clamped = tree.with_counts([2**40, 2**40, 1, 0, 0, 0, 0, 2**40])
+    assert clamp_counts(huge).N.tolist() == clamped.N.tolist()
+    for seed in range(5):
+        runs = [
+            facility_release(PrivacySession(d, "0.75", seed=seed, not_private=True), "0.75") for d in (huge, clamped)
+        ]
+        assert runs[0] == runs[1]
+
+
+def test_release_facts_state_the_public_points_and_the_rule():
+    facts = release_facts(198, 0.05, lam=1.5, radius_mode="tight")
+    assert isinstance(facts, ReleaseFacts) and facts.flavor == "pure DP" and facts.neighbours == NEIGHBOURS
+    assert facts.declared == {
+        "locations": 198,
+        "f": 0.05,
+        "lambda": 1.5,
+        "tree": "an FRT tree (lambda = 1.5, radii 'tight') of the points",
+        "count cap": 2**40,
+        "radius mode": "tight",
+    }
+    assert facts.invariants == {} and any("clamped to 1099511627776" in rule for rule in facts.bounding)
+    assert any("points (coordinates) are public" in note for note in facts.notes)
+    json.dumps(facts.to_dict())
+    hst = release_facts(8, 3.0, sites="all_nodes", tree_given=True)
+    assert hst.declared["tree"] == "the declared HST" and hst.declared["sites"] == "all_nodes"
+    with pytest.raises(DataValidationError, match="lam"):
+        release_facts(8, 3.0, lam=2.5)
