@@ -107,7 +107,7 @@ class MDPRelease:
 
     ``outputs[i]`` is the output index (``0..K-1``) drawn for record ``i``; ``released[i]`` the
     location (record index of the domain) that output is; ``private`` whether the draws came from
-    the secure generator.  ``ledger`` is the core
+    the secure generator and the output was not declared not private.  ``ledger`` is the core
     :class:`~dpmodels.core.accounting.PrivacyLedger` (one charge: ``eps`` per km, every record in
     one parallel group); :meth:`to_dict` is the JSON ledger written beside the release.
     """
@@ -228,7 +228,7 @@ def release(
         that is not secure (a seed) is refused unless ``not_private=True``.
     not_private
         Declares the output an experiment, not private: only then may ``rng`` be seeded, and the
-        ledger says NOT private.
+        ledger says NOT private (also with a secure generator, as a declared session does).
     outside
         The fallback location of records outside the domain (:func:`fallback_location`: the
         domain's centre by default, or a declared index or label).
@@ -264,7 +264,8 @@ def release(
     )
     outputs = sample_outputs(instance, z, records, rng)
     locations = np.asarray(instance.info.get("outputs", np.arange(instance.K)))
-    return MDPRelease(outputs, locations[outputs], mech, report, ledger, instance, name, is_secure(rng), fallback)
+    private = is_secure(rng) and not not_private  # a declared experiment is not private, whatever its generator
+    return MDPRelease(outputs, locations[outputs], mech, report, ledger, instance, name, private, fallback)
 
 
 def _check_generator(rng, not_private: bool) -> None:

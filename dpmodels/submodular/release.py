@@ -20,8 +20,8 @@ fits a given budget (``dpmodels release submodular --epsilon`` is that total), a
 number of users is the same in every dataset and sizes the public bound ``M_F`` the algorithms
 are run by (Alg. 2's sample size, the overflow check), so a private release refuses a function
 whose user count was counted in the files rather than declared
-(``public_record_count = False``); only a session that is not private (a seeded experiment)
-may run it.  :func:`release_facts` states the unit, the relation, the declared facts and the
+(``public_record_count = False``); only a session declared not private (an experiment) may run
+it.  :func:`release_facts` states the unit, the relation, the declared facts and the
 bounding rules of the file reader (:data:`BOUNDING_RULES`) for the release's manifest.
 
 **Timing side channel.**  Every exponential mechanism draws through the exact sampler
@@ -230,12 +230,13 @@ def _check_request(algorithm: str, epsilon, options: dict) -> None:
 
 def _check_declared_users(F, session: PrivacySession) -> None:
     """Refuse, on a private session, a function whose number of users was not declared."""
-    if is_secure(session.rng) and not getattr(F, "public_record_count", True):
+    private = getattr(session, "private", is_secure(session.rng))  # a secure generator, no not_private declaration
+    if private and not getattr(F, "public_record_count", True):
         raise PrivacyParameterError(
             "n_users",
             "the number of users was counted in the private files, not declared: it sizes the public bound M_F "
             "the private algorithms are run by, so a private release needs it declared (n_users=..., --users N "
-            "on the command line); only an experiment declared not private (a seeded session) may count them",
+            "on the command line); only an experiment declared not private (not_private=True) may count them",
         )
 
 
@@ -254,12 +255,12 @@ def release(
     Parameters
     ----------
     session
-        The session holding the private function ``F_D``.  When its generator is secure (a
-        private release), ``F_D``'s number of users must be declared: a function whose users were
-        counted in the files (``public_record_count = False``, e.g. ``from_csv`` without
-        ``n_users``) is refused before anything is charged or drawn, naming ``n_users``, because
-        that count sizes the public bound ``M_F`` the run depends on.  A seeded session (declared
-        not private) may run it.
+        The session holding the private function ``F_D``.  On a private session (a secure
+        generator and no ``not_private`` declaration: ``session.private``), ``F_D``'s number of
+        users must be declared: a function whose users were counted in the files
+        (``public_record_count = False``, e.g. ``from_csv`` without ``n_users``) is refused before
+        anything is charged or drawn, naming ``n_users``, because that count sizes the public bound
+        ``M_F`` the run depends on.  A session declared not private may run it.
     algorithm
         One of :data:`ALGORITHMS`.
     matroid

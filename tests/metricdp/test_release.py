@@ -234,6 +234,7 @@ def test_a_seeded_generator_is_refused_unless_the_output_is_declared_not_private
     out = release(inst, np.array([0, 4]), np.random.default_rng(1), mechanism=mech, not_private=True)
     assert out.private is False and out.ledger.randomness == SEEDED_SOURCE and out.to_dict()["private"] is False
     assert release(inst, np.array([0, 4]), release_rng(), mechanism=mech).private is True
+    assert release(inst, np.array([0, 4]), release_rng(), mechanism=mech, not_private=True).private is False
 
 
 # ---------------------------------------------------------------------- issue 22: records outside the domain

@@ -250,6 +250,7 @@ def test_a_private_release_needs_the_number_of_users_declared(files, capsys):
         release(session, "alg1", M, 0.1)
     assert session.charges == []  # refused before anything was charged or drawn
     assert len(release(PrivacySession(F, 1, seed=0, not_private=True), "mitrovic", M, 0.1).order) == 2
+    assert len(release(PrivacySession(F, 1, not_private=True), "mitrovic", M, 0.1).order) == 2  # declared experiment
     declared = from_csv(files / "coverage.csv", elements=files / "elements.csv", rank=2, n_users=12)
     assert len(release(PrivacySession(declared.function, 1), "mitrovic", M, 0.1).order) == 2
 
