@@ -40,21 +40,23 @@ REPORTED_DELTAS = ("1e-10", "1e-6")
 def software() -> dict:
     """dpmodels' version and git commit (when run from a checkout), Python, the platform and the
     versions of :data:`DEPENDENCIES`."""
-    from dpmodels import __version__
-
     deps = {}
     for name in DEPENDENCIES:
-        try:
-            deps[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            deps[name] = None
+        deps[name] = _version(name)
     return {
-        "dpmodels": __version__,
+        "dpmodels": _version("dpmodels"),
         "git_commit": _git_commit(),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "dependencies": deps,
     }
+
+
+def _version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _git_commit() -> str | None:
