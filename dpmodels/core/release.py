@@ -214,8 +214,8 @@ class ReleaseSpec:
     load
         Reads the data with the declared public facts (no noise).
     run
-        ``run(session, amount) -> ReleaseOutcome``: the mechanism through the session, which
-        charges ``amount`` before drawing.
+        ``run(session, data, amount) -> ReleaseOutcome``: the mechanism through the session, which
+        charges ``amount`` before drawing (``data`` is what ``load`` returned).
     unit
         The budget's unit (``"epsilon"``, or ``"epsilon_per_km"`` for metric DP).
     name
@@ -228,7 +228,7 @@ class ReleaseSpec:
     inputs: dict[str, object]
     outputs: dict[str, object]
     load: Callable[[], object]
-    run: Callable[[PrivacySession, Fraction], ReleaseOutcome]
+    run: Callable[[PrivacySession, object, Fraction], ReleaseOutcome]
     unit: str = "epsilon"
     name: str = "dataset"
     prepare: Callable[[], None] | None = None
@@ -290,7 +290,7 @@ def run_release(args, spec: ReleaseSpec) -> int:
     with interruptible(), StagedOutputs(targets, force=args.force) as stage:
         session = _open_session(args, spec, data, rng, inputs, targets)
         try:
-            outcome = spec.run(session, amount)
+            outcome = spec.run(session, data, amount)
             written = _stage_outputs(stage, outcome, session, args, spec, inputs)
             stage.commit(then=lambda: _record_release(args, session, written, targets))
         except BaseException as err:

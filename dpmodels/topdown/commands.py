@@ -24,7 +24,7 @@ from dpmodels.core.commands import (
     report_written,
 )
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.release import add_common_arguments, finish, open_release
+from dpmodels.core.release import add_common_arguments
 from dpmodels.core.settings import parse_settings
 
 __all__ = ["FAMILY"]
@@ -184,7 +184,7 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--blocks",
         help="CSV with a geocode column: the public list of blocks, empty ones too (required; persons in "
-        "other blocks are left out). Only an experiment (--seed N --not-private) may omit it and take the "
+        "other blocks are left out). Only an experiment declared --not-private may omit it and take the "
         "blocks that appear in --persons, which depend on the data",
     )
     add_executor(p, "the solves of a level")
@@ -193,37 +193,50 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_release(args) -> int:
+    from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
     from dpmodels.instances.topdown import from_csv
 
-    from .release import histogram_frame, release
+    from .release import histogram_frame, release, release_facts
 
     _require_blocks(args)
-    data = from_csv(args.persons, races=args.races, total_level=args.total_level, blocks=args.blocks)
-    session, outs, ledger = open_release(args, data, data.name, list(RELEASE_OUTPUTS))
-    _refuse_overwriting_inputs({**outs, "--ledger": ledger}, args)
-    if args.blocks is None:
-        print(
-            "dpmodels: note: the geography is the set of blocks in --persons (which blocks have persons "
-            "depends on the data); give the public block list with --blocks",
-            file=sys.stderr,
+
+    def load():
+        data = from_csv(args.persons, races=args.races, total_level=args.total_level, blocks=args.blocks)
+        if args.blocks is None:
+            print(
+                "dpmodels: note: NOT private: the geography is the set of blocks in --persons (which blocks have "
+                "persons depends on the data); give the public block list with --blocks",
+                file=sys.stderr,
+            )
+        return data
+
+    def run(session, data, epsilon) -> ReleaseOutcome:
+        result = release(session, epsilon, executor=args.executor, progress=not args.no_progress)
+        frames = {
+            "--out-microdata": result.records(data.schema),
+            "--out-histograms": histogram_frame(data.schema, result),
+        }
+        return ReleaseOutcome(
+            frames, release_facts(data), summary=_report_checks(result.checks), details={"checks": result.checks}
         )
-    result = release(session, session.epsilon, executor=args.executor, progress=not args.no_progress)
-    frames = {
-        "--out-microdata": result.records(data.schema),
-        "--out-histograms": histogram_frame(data.schema, result),
-    }
-    for flag, frame in frames.items():
-        frame.to_csv(outs[flag], index=False)
-    _report_checks(result.checks)
-    return finish(session, list(outs.values()), ledger)
+
+    spec = ReleaseSpec(
+        "topdown",
+        inputs={"--persons": args.persons, "--blocks": args.blocks},
+        outputs={flag: getattr(args, flag[2:].replace("-", "_")) for flag in RELEASE_OUTPUTS},
+        load=load,
+        run=run,
+        name=Path(args.persons).stem,
+    )
+    return run_release(args, spec)
 
 
 def _require_blocks(args) -> None:
     """``--blocks`` is required unless the output is declared not private.
 
     The geography is public input: taken from the persons file, a person alone in a block makes
-    the block appear in the release.  ``--not-private`` allows it for an experiment (with
-    ``--seed``; on the secure generator :func:`~dpmodels.topdown.release.release` still refuses).
+    the block appear in the release.  ``--not-private`` allows it for an experiment, whose ledger
+    and manifest then say the output is not private.
 
     Parameters
     ----------
@@ -235,26 +248,18 @@ def _require_blocks(args) -> None:
             "--blocks",
             "is required: the geography is public input, declared, never derived from the persons (a person alone "
             "in a block would make it appear). Give the list of every block, empty ones too, as a CSV with a "
-            "geocode column; only an experiment (--seed N --not-private) may take the blocks from --persons",
+            "geocode column; only an experiment declared --not-private may take the blocks from --persons",
         )
 
 
-def _refuse_overwriting_inputs(outputs: dict[str, Path], args) -> None:
-    """No output may replace an input file."""
-    inputs = {Path(p).resolve(): flag for flag, p in (("--persons", args.persons), ("--blocks", args.blocks)) if p}
-    for flag, path in outputs.items():
-        if path.resolve() in inputs:
-            raise DataValidationError(flag, f"{path} would overwrite the input {inputs[path.resolve()]}")
-
-
-def _report_checks(checks: dict) -> None:
-    """Print the public-constraint checks; a broken hard constraint is a bug, said on stderr."""
+def _report_checks(checks: dict) -> list[str]:
+    """The public-constraint checks as a summary line; a broken hard constraint is a bug, said on stderr."""
     from .release import HARD_CHECKS
 
-    print("checks: " + ", ".join(f"{name} {count}" for name, count in checks.items()))
     broken = {name: checks[name] for name in HARD_CHECKS if checks.get(name)}
     if broken:
         print(f"dpmodels: warning: public constraints broken: {broken}", file=sys.stderr)
+    return ["checks: " + ", ".join(f"{name} {count}" for name, count in checks.items())]
 
 
 FAMILY = Family(

@@ -28,7 +28,6 @@ from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.executors import resolve_executor
 from dpmodels.core.facts import ReleaseFacts
 from dpmodels.core.hierarchy import Hierarchy
-from dpmodels.core.randomness import is_secure
 from dpmodels.core.session import PrivacySession
 
 from .data import BOUNDING_RULES, PublicKnowledge, Schema, TopDownData
@@ -111,19 +110,20 @@ def release(
         raise DataValidationError("options", f"must be a NodeOptions, got {type(options).__name__}")
     # The session charges before it runs the mechanism: everything public is checked first.  The
     # data are read for their declared parts only (geography, schema, the invariant root total).
-    _check_before_charging(session._data, session.rng, epsilon, strategy, level_shares)
+    _check_before_charging(session._data, session.private, epsilon, strategy, level_shares)
     with resolve_executor(executor) as pool:  # a bad executor is refused here, before the draw
-        measured, public = session.run("TopDown measurement", _measurement(strategy, level_shares), epsilon)
+        mechanism = _measurement(strategy, level_shares, session.private)
+        measured, public = session.run("TopDown measurement", mechanism, epsilon)
         return topdown(
             measured, public.knowledge, public.schema, public.geography, options, executor=pool, progress=progress
         )
 
 
-def _measurement(strategy: Strategy | None, level_shares):
+def _measurement(strategy: Strategy | None, level_shares, private: bool):
     """The session's mechanism: exact noisy answers, and the public parts for the post-processing."""
 
     def run(data: TopDownData, epsilon, rng):
-        _require_declared_geography(data, rng)
+        _require_declared_geography(data, private)
         measured = measure(
             data, epsilon, strategy, level_shares, RELEASE_NOISE, NEIGHBOURS, rng=rng, records_may_leave=True
         )
@@ -132,21 +132,21 @@ def _measurement(strategy: Strategy | None, level_shares):
     return run
 
 
-def _check_before_charging(data: TopDownData, rng, epsilon, strategy: Strategy | None, level_shares) -> None:
+def _check_before_charging(data: TopDownData, private: bool, epsilon, strategy: Strategy | None, level_shares) -> None:
     """Refuse, from public facts only, what the mechanism would refuse: nothing is charged or drawn."""
-    _require_declared_geography(data, rng)
+    _require_declared_geography(data, private)
     plan_measurement(data, epsilon, strategy, level_shares, RELEASE_NOISE, NEIGHBOURS, records_may_leave=True)
 
 
-def _require_declared_geography(data: TopDownData, rng) -> None:
-    """Refuse, before any draw, a geography derived from the records when the noise is secure (private)."""
-    if is_secure(rng) and not data.geography_declared:
+def _require_declared_geography(data: TopDownData, private: bool) -> None:
+    """Refuse, before any draw, a geography derived from the records in a private session."""
+    if private and not data.geography_declared:
         raise DataValidationError(
             "blocks",
             f"the geography of {data.name!r} was derived from the records (the blocks that have persons, which "
             "depend on them); a private release needs the declared block list, empty blocks too: give it with "
-            "--blocks FILE (Python: instances.topdown.from_csv(..., blocks=FILE)). Only an experiment on a seeded "
-            "generator (--seed N --not-private) may take the blocks from the data; nothing was drawn",
+            "--blocks FILE (Python: instances.topdown.from_csv(..., blocks=FILE)). Only a session declared not "
+            "private (--not-private) may take the blocks from the data; nothing was drawn",
         )
 
 

@@ -66,13 +66,17 @@ def _release(root: Path, persons: str, name: str, *extra) -> list[str]:
 # ---------------------------------------------------------------------- the command line
 def test_release_without_blocks_exits_2_and_writes_nothing(pair, capsys):
     """Regression: without --blocks the geography came from the persons (a person alone in a block made
-    it appear); now --blocks is required, and --not-private without a seed is refused by ``release``."""
+    it appear); now --blocks is required, and only a release declared --not-private may omit it (its
+    ledger and manifest then say it is not private)."""
     before = sorted(p.name for p in pair.iterdir())
     assert cli.main(_release(pair, "d.csv", "none", "--epsilon", "1")) == 2
     assert "--blocks: is required" in capsys.readouterr().err
-    assert cli.main(_release(pair, "d.csv", "none", "--epsilon", "1", "--not-private")) == 2
-    assert "blocks: the geography of 'd' was derived from the records" in capsys.readouterr().err
     assert sorted(p.name for p in pair.iterdir()) == before
+    assert cli.main(_release(pair, "d.csv", "none", "--epsilon", "1", "--not-private")) == 0
+    assert "NOT private" in capsys.readouterr().err
+    assert json.loads((pair / "none.ledger.json").read_text())["private"] is False
+    manifest = json.loads((pair / "none.manifest.json").read_text())
+    assert manifest["private"] is False and manifest["notes"][0].startswith("NOT PRIVATE")
 
 
 def _measurements(ledger: dict) -> list[dict]:
