@@ -24,7 +24,7 @@ from dpmodels.core.commands import (
     report_written,
 )
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.release import add_common_arguments, finish, open_release
+from dpmodels.core.release import add_common_arguments
 
 from .frt import RADIUS_MODES
 
@@ -153,24 +153,36 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_release(args) -> int:
+    from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
     from dpmodels.instances.facility import from_csv
 
     from .data import check_lambda
-    from .release import facilities_frame, release, tree_frame
+    from .release import MARK_NOISE, facilities_frame, release, release_facts, tree_frame
 
     f = _check_cost(args.f)
     lam = check_lambda(args.lam, "--lam")
-    data = from_csv(args.points, f=f, count_column=args.count_column)
-    flags = ["--out"] + (["--tree-out"] if args.tree_out else [])
-    session, outs, ledger = open_release(args, data, data.name, flags)
-    _refuse_overwriting_input({**outs, "--ledger": ledger}, args.points)
-    published = release(session, session.epsilon, lam=lam, radius_mode=args.radius_mode)
-    rows, columns = data.info["rows"], data.info["columns"]
-    facilities_frame(published, data.points, rows, columns).to_csv(outs["--out"], index=False)
-    if args.tree_out:
-        tree_frame(published, data.points, rows, columns).to_csv(outs["--tree-out"], index=False)
-    _report(published)
-    return finish(session, list(outs.values()), ledger)
+
+    def run(session, data, epsilon) -> ReleaseOutcome:
+        published = release(session, epsilon, lam=lam, radius_mode=args.radius_mode)
+        rows, columns = data.info["rows"], data.info["columns"]
+        frames = {"--out": facilities_frame(published, data.points, rows, columns)}
+        if args.tree_out:
+            frames["--tree-out"] = tree_frame(published, data.points, rows, columns)
+        facts = release_facts(len(data.points), f, lam=lam, radius_mode=args.radius_mode)
+        summary = [_report(published)]
+        tree = published.tree
+        details = {"epsilon used": tree.eps_used, "L'": tree.lprime, "scales": list(tree.scales), "R": len(tree.R)}
+        return ReleaseOutcome(frames, facts, summary, details=details, sampler=MARK_NOISE)
+
+    spec = ReleaseSpec(
+        "facility",
+        inputs={"--points": args.points},
+        outputs={"--out": args.out, "--tree-out": args.tree_out},
+        load=lambda: from_csv(args.points, f=f, count_column=args.count_column),
+        run=run,
+        name=Path(args.points).stem,
+    )
+    return run_release(args, spec)
 
 
 def _check_cost(f: float) -> float:
@@ -179,18 +191,10 @@ def _check_cost(f: float) -> float:
     return f
 
 
-def _refuse_overwriting_input(outputs: dict[str, Path], points) -> None:
-    """No output may replace the points file."""
-    source = Path(points).resolve()
-    for flag, path in outputs.items():
-        if path.resolve() == source:
-            raise DataValidationError(flag, f"{path} would overwrite the input --points")
-
-
-def _report(published) -> None:
+def _report(published) -> str:
     """The public parameters of the release (nothing computed from the counts but R)."""
     t = published.tree
-    print(
+    return (
         f"published {len(t.R)} candidate facilities (R) on a tree of {t.tree.n_nodes} nodes, L = {t.tree.L}, "
         f"L' = {t.lprime}, d_min = {published.scale:g}; epsilon used {t.eps_used:.6g} of {t.epsilon:g}"
     )
