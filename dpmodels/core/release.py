@@ -222,6 +222,9 @@ class ReleaseSpec:
         The dataset's name when no ``--dataset`` is declared (e.g. the data file's stem).
     prepare
         Checks to run before the data is read (e.g. the memory a declared size needs).
+    session_data
+        What the session holds, from what ``load`` returned (default: all of it), e.g. a set
+        function without the instance's public labels.
     """
 
     family: str
@@ -232,6 +235,7 @@ class ReleaseSpec:
     unit: str = "epsilon"
     name: str = "dataset"
     prepare: Callable[[], None] | None = None
+    session_data: Callable[[object], object] | None = None
 
 
 def _targets(args, spec: ReleaseSpec) -> dict[str, Path]:
@@ -288,7 +292,8 @@ def run_release(args, spec: ReleaseSpec) -> int:
     data = spec.load()
     inputs = {flag: file_record(path) for flag, path in spec.inputs.items() if path}
     with interruptible(), StagedOutputs(targets, force=args.force) as stage:
-        session = _open_session(args, spec, data, rng, inputs, targets)
+        held = data if spec.session_data is None else spec.session_data(data)
+        session = _open_session(args, spec, held, rng, inputs, targets)
         try:
             outcome = spec.run(session, data, amount)
             written = _stage_outputs(stage, outcome, session, args, spec, inputs)

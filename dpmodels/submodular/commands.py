@@ -10,6 +10,7 @@ larger instances are behind ``--instance submodular/coverage --set n=...``.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from dpmodels.core.commands import (
     Command,
@@ -21,7 +22,7 @@ from dpmodels.core.commands import (
     report_written,
 )
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.release import add_common_arguments, finish, open_release, refuse_overwriting_inputs
+from dpmodels.core.release import add_common_arguments
 from dpmodels.core.settings import parse_settings
 
 __all__ = ["FAMILY"]
@@ -138,37 +139,53 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_release(args) -> int:
+    from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
     from dpmodels.instances.submodular import from_csv
 
-    from .release import input_epsilon, release, selection_frame
+    from .release import input_epsilon, release, release_facts, selection_frame
 
     _check_release_flags(args)
-    inst = from_csv(
-        args.coverage,
-        elements=args.elements,
-        partition=args.partition,
-        rank=args.rank,
-        capacity=args.capacity,
-        weights=args.weights,
-        max_weight=args.max_weight,
-        n_users=args.users,
+
+    def load():
+        return from_csv(
+            args.coverage,
+            elements=args.elements,
+            partition=args.partition,
+            rank=args.rank,
+            capacity=args.capacity,
+            weights=args.weights,
+            max_weight=args.max_weight,
+            n_users=args.users,
+        )
+
+    def run(session, inst, epsilon) -> ReleaseOutcome:
+        F, M = inst.function, inst.matroid
+        options = {} if args.T is None else {"T": args.T}
+        eps = input_epsilon(args.algorithm, F, M, epsilon, **options)
+        label = f"submodular {args.algorithm} (input epsilon {eps}, rank {M.r})"
+        released = release(session, args.algorithm, M, eps, label=label, **options)
+        frame = selection_frame(released, inst.labels)
+        summary = [
+            f"selected {len(frame)} of {F.n} elements ({M.kind} matroid, rank {M.r}) with "
+            f"{args.algorithm} at input epsilon {float(eps):.6g}, Delta = {F.sensitivity:g}"
+        ]
+        if args.users is None:
+            summary.append("NOT private: the number of users was counted in the files (declare it with --users)")
+        facts = release_facts(M, args.algorithm, n_users=args.users, max_weight=args.max_weight, T=args.T)
+        details = {"input epsilon": str(eps), "rank": M.r, "matroid": M.kind}
+        sampler = "exact exponential mechanism (rejection with exact Bernoulli(exp(-gamma)) coins)"
+        return ReleaseOutcome({"--out": frame}, facts, summary, details=details, sampler=sampler)
+
+    spec = ReleaseSpec(
+        "submodular",
+        inputs={flag: _given(args, flag) for flag in RELEASE_INPUTS},
+        outputs={"--out": args.out},
+        load=load,
+        run=run,
+        name=Path(args.coverage).stem,
+        session_data=lambda inst: inst.function,
     )
-    F, M = inst.function, inst.matroid
-    session, outs, ledger = open_release(args, F, inst.name, ["--out"])
-    refuse_overwriting_inputs({**outs, "--ledger": ledger}, {flag: _given(args, flag) for flag in RELEASE_INPUTS})
-    options = {} if args.T is None else {"T": args.T}
-    eps = input_epsilon(args.algorithm, F, M, session.epsilon, **options)
-    label = f"submodular {args.algorithm} (input epsilon {eps}, rank {M.r})"
-    released = release(session, args.algorithm, M, eps, label=label, **options)
-    frame = selection_frame(released, inst.labels)
-    frame.to_csv(outs["--out"], index=False)
-    print(
-        f"selected {len(frame)} of {F.n} elements ({M.kind} matroid, rank {M.r}) with "
-        f"{args.algorithm} at input epsilon {float(eps):.6g}, Delta = {F.sensitivity:g}"
-    )
-    if args.users is None:
-        print("NOT private: the number of users was counted in the files (declare it with --users)")
-    return finish(session, [outs["--out"]], ledger)
+    return run_release(args, spec)
 
 
 def _given(args, flag: str):
