@@ -11,7 +11,6 @@ answers in seconds, each capped at ``--time-limit`` 20 s; the paper's scale is b
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from dpmodels.core.commands import (
@@ -26,7 +25,7 @@ from dpmodels.core.commands import (
     report_written,
 )
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.release import add_common_arguments, check_release_paths, refuse_overwriting_inputs
+from dpmodels.core.release import add_common_arguments
 from dpmodels.core.settings import parse_settings
 
 from .partition import PARTITIONERS
@@ -275,45 +274,62 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
 def _run_release(args) -> int:
     import pandas as pd
 
-    from dpmodels.core.randomness import release_rng
+    from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
     from dpmodels.instances.metricdp import records_from_csv
 
-    from .release import release
+    from .release import NOISE, release, release_facts
 
     epsilon = _per_km(args.epsilon)
-    outs, ledger = check_release_paths(args, ["--out"])
-    refuse_overwriting_inputs({**outs, "--ledger": ledger}, {"--records": args.records, "--points": args.points})
-    rng = release_rng(args.seed, not_private=args.not_private)  # the seed policy, before any file is read
-    instance = _release_domain(args, epsilon)
-    fallback = _fallback(instance, args.outside)  # a public declaration, checked before the records are read
-    labels = instance.info.get("labels") or [str(i) for i in range(instance.N)]
-    users, records = records_from_csv(args.records, labels, cells="labels" not in instance.info)
-    result = release(
-        instance,
-        records,
-        rng,
-        not_private=args.not_private,
-        outside=fallback,
-        users=users,
-        solver=args.solver,
-        gap=args.gap,
-        time_limit=args.time_limit,
-        name=Path(args.records).name,
+
+    def load():
+        instance = _release_domain(args, epsilon)
+        fallback = _fallback(instance, args.outside)  # a public declaration, checked before the records are read
+        labels = instance.info.get("labels") or [str(i) for i in range(instance.N)]
+        users, records = records_from_csv(args.records, labels, cells="labels" not in instance.info)
+        return {"instance": instance, "fallback": fallback, "labels": labels, "users": users, "records": records}
+
+    def mechanism(data, amount, rng):
+        result = release(
+            data["instance"],
+            data["records"],
+            rng,
+            not_private=args.not_private,
+            outside=data["fallback"],
+            users=data["users"],
+            solver=args.solver,
+            gap=args.gap,
+            time_limit=args.time_limit,
+            name=Path(args.records).name,
+        )
+        return result, result.ledger
+
+    def run(session, data, amount) -> ReleaseOutcome:
+        result = session.run("metric-DP perturbation of every record", mechanism, amount)
+        instance, labels = data["instance"], data["labels"]
+        frame = pd.DataFrame({"user": data["users"], "released": [labels[i] for i in result.released]})
+        mech = result.mechanism
+        gap = "not certified" if mech.gap is None else f"certified gap {mech.gap:.2g}"
+        summary = [
+            f"domain {instance.name}: {instance.N} locations, {instance.K} outputs, eps = {instance.epsilon:g}/km, "
+            f"eta = {instance.eta:g} km; mechanism by {mech.solver} ({mech.status}): expected loss {mech.loss:.6g} "
+            f"({gap}), exactly mDP: {result.audit['exactly mDP']}",
+            f"a record outside the domain is perturbed as if it were at {labels[data['fallback']]!r} (the stated rule)",
+        ]
+        facts = release_facts(instance, outside=data["fallback"], solver=args.solver, gap=args.gap)
+        ledger = result.to_dict() | {"budget": session.to_dict()}
+        details = {"optimisation": mech.as_dict(), "audit": result.audit}
+        return ReleaseOutcome({"--out": frame}, facts, summary, ledger=ledger, details=details, sampler=NOISE)
+
+    spec = ReleaseSpec(
+        "mdp",
+        inputs={"--records": args.records, "--points": args.points},
+        outputs={"--out": args.out},
+        load=load,
+        run=run,
+        unit="epsilon_per_km",
+        name=Path(args.records).stem,
     )
-    pd.DataFrame({"user": users, "released": [labels[i] for i in result.released]}).to_csv(outs["--out"], index=False)
-    result.write_ledger(ledger)
-    mech = result.mechanism
-    gap = "not certified" if mech.gap is None else f"certified gap {mech.gap:.2g}"
-    print(
-        f"domain {instance.name}: {instance.N} locations, {instance.K} outputs, eps = {instance.epsilon:g}/km, "
-        f"eta = {instance.eta:g} km; mechanism by {mech.solver} ({mech.status}): expected loss {mech.loss:.6g} "
-        f"({gap}), exactly mDP: {result.audit['exactly mDP']}"
-    )
-    print(f"a record outside the domain is perturbed as if it were at {labels[fallback]!r} (the stated rule)")
-    print(f"wrote {outs['--out']}")
-    count = f"{len(records)} record{'s' if len(records) != 1 else ''}"
-    print(f"wrote {ledger} ({count}, each eps*d-indistinguishable; {result.ledger.randomness})")
-    return 0
+    return run_release(args, spec)
 
 
 def _fallback(instance, label) -> int:
@@ -327,13 +343,10 @@ def _fallback(instance, label) -> int:
 
 
 def _per_km(text) -> float:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise DataValidationError("--epsilon", f"must be a finite number > 0 (privacy per km), got {text!r}")
-    return value
+    """``--epsilon`` (privacy per km) read exactly (:func:`~dpmodels.core.noise.as_epsilon`), as a float."""
+    from dpmodels.core.noise import as_epsilon
+
+    return float(as_epsilon(text, "--epsilon"))
 
 
 def _release_domain(args, epsilon: float):
