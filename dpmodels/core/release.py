@@ -361,6 +361,7 @@ def _record_release(args, session: PrivacySession, written: dict, targets: dict)
     for charge in session.charges:
         if charge.database_id is not None and charge.status == "done":
             db.complete(charge.database_id, written, str(targets["--manifest"]))
+            charge.status = "released"  # an interrupt arriving now finds the release complete
 
 
 def _record_failure(args, session: PrivacySession, err: BaseException) -> None:
