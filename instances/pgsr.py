@@ -18,11 +18,20 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_example
 from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.noise import make_rng
+from dpmodels.pgsr.bounding import fit_width
 from dpmodels.pgsr.data import GroupSizeData
 
 from .registry import data_path, register_generator, register_instance
 
-__all__ = ["running_example", "census_like", "taxi_like", "random_tree", "from_csv", "TAXI_BOROUGHS"]
+__all__ = [
+    "running_example",
+    "census_like",
+    "taxi_like",
+    "random_tree",
+    "read_hierarchy",
+    "from_csv",
+    "TAXI_BOROUGHS",
+]
 
 #: NYC TLC zone counts per borough (263 zones), spec 6.6.
 TAXI_BOROUGHS = {"EWR": 1, "Queens": 69, "Bronx": 43, "Manhattan": 69, "Staten Island": 20, "Brooklyn": 61}
@@ -109,7 +118,7 @@ def census_like(
         where = rng.integers(0, n_counties, size=outliers)
         np.add.at(leaf, (where, sizes - 1), 1)
     leaf = _reorder_leaves(hierarchy, counties, leaf)
-    return GroupSizeData.from_leaf_counts(hierarchy, leaf, name=f"census-like(scale={scale}, N={N}, seed={seed})")
+    return GroupSizeData.from_leaf_counts(hierarchy, leaf, name=f"census-like(scale={scale}, N={N}, seed={seed})", N=N)
 
 
 def _reorder_leaves(hierarchy: Hierarchy, names: list[str], rows: np.ndarray) -> np.ndarray:
@@ -179,79 +188,126 @@ def random_tree(seed=0, depth: int = 3, branching: tuple[int, int] = (1, 3), N: 
     leaf = np.zeros((len(hierarchy.leaves), N), dtype=np.int64)
     cells = rng.integers(0, leaf.size, size=G)
     np.add.at(leaf.ravel(), cells, 1)
-    return GroupSizeData.from_leaf_counts(hierarchy, leaf, name=f"random-tree(seed={seed})")
+    return GroupSizeData.from_leaf_counts(hierarchy, leaf, name=f"random-tree(seed={seed})", N=N)
 
 
 # ---------------------------------------------------------------------- user files
+def read_hierarchy(path: str | Path) -> Hierarchy:
+    """The declared hierarchy of a ``region,parent`` CSV (the root's parent empty).
+
+    Names are read as the text they are (``01`` stays ``01``, as in a records or counts file; read as
+    numbers, ``01`` became ``1`` and, with the root's empty parent, ``13`` became ``13.0``).
+
+    Parameters
+    ----------
+    path
+        The CSV file; every problem is refused naming it.
+    """
+    return Hierarchy.from_parent_table(read_user_csv(path, ["region", "parent"], nonblank=["region"]))
+
+
 def from_csv(
-    hierarchy: str | Path,
+    hierarchy: str | Path | Hierarchy,
     counts: str | Path | None = None,
     records: str | Path | None = None,
     N: int | None = None,
-    overflow: str = "error",
+    overflow: str = "top",
     name: str | None = None,
     z_max: int = 1,
 ) -> GroupSizeData:
     """Load a user's hierarchy (``region,parent``) with either group-size counts or records.
 
-    ``counts``: long format ``region,size,count`` for the leaves (absent leaves and sizes
-    count zero; other regions are aggregated, and if given too must be consistent), or
-    wide format with a ``region`` column and one column per size, one row per leaf.  ``records``: individual rows
-    ``user,unit,region,quantity`` (spec 1.1).  ``z_max`` is the declared public bound on one
-    person's quantity (the noise is calibrated to it; records above it are refused).  Every
-    problem is reported with the file name.
+    Data outside the declared facts is handled by the stated rules of :mod:`dpmodels.pgsr.bounding`,
+    never by refusing the file: quantities are clamped to ``[0, z_max]``, units and counts of regions
+    that are not leaves of the hierarchy are left out (internal regions, if given in a counts file,
+    must agree with their leaves), units of size 0 are left out, and sizes above ``N`` are counted
+    in the size-``N`` bin.  Malformed files are refused naming the file: missing columns, blank
+    keys, non-integers, a user on two rows, a unit in two regions, a (region, size) pair or a region
+    given twice, a negative count or size.
+
+    Parameters
+    ----------
+    hierarchy
+        The ``region,parent`` CSV, or a hierarchy already read (:func:`read_hierarchy`).
+    counts
+        Long format ``region,size,count`` for the leaves (absent leaves and sizes count zero), or
+        wide format with a ``region`` column and one column per size ``1..w``.
+    records
+        Individual rows ``user,unit,region,quantity`` (spec 1.1); give exactly one of the two.
+    N
+        The declared largest group size, a public fact.  None reads it from the data (the largest
+        size, or the wide format's width): ``N_declared`` is then False and a private release
+        refuses the data.
+    overflow
+        ``"top"`` (default): sizes above ``N`` in the size-``N`` bin; ``"error"``: refuse them
+        (experiments only).
+    name
+        A label (default: the data file's name).
+    z_max
+        The declared public bound on one person's quantity (the noise is calibrated to it).
     """
     if (counts is None) == (records is None):
         raise DataValidationError("counts/records", "give exactly one of counts= or records=")
-    tree = Hierarchy.from_parent_table(read_user_csv(hierarchy, ["region", "parent"], dtype=None, keep_default_na=True))
+    tree = hierarchy if isinstance(hierarchy, Hierarchy) else read_hierarchy(hierarchy)
     label = name or Path(counts or records).stem
     if records is not None:
-        frame = read_user_csv(
-            records,
-            ["user", "unit", "region", "quantity"],
-            dtype={"user": str, "unit": str, "region": str},
-            keep_default_na=True,
-        )
-        return GroupSizeData.from_records(frame, tree, N, overflow, label, z_max)
+        frame = read_user_csv(records, ["user", "unit", "region", "quantity"], nonblank=["user", "unit", "region"])
+        try:
+            return GroupSizeData.from_records(frame, tree, N, overflow, label, z_max)
+        except DataValidationError as err:
+            if err.field in ("N", "z_max", "overflow"):
+                raise
+            raise DataValidationError(str(records), f"{err.field}: {err.problem}") from err
     frame = read_user_csv(counts, ["region"], dtype={"region": str}, keep_default_na=True)
-    wide, sparse = _wide_counts(frame, counts, N)
-    unknown = sorted(set(wide.index) - set(tree.names))
-    if unknown:
-        raise DataValidationError(str(counts), f"regions not in the hierarchy: {unknown[:5]}")
-    leaf_names = [tree.names[i] for i in tree.leaves]
-    missing = [r for r in leaf_names if r not in wide.index]
-    if sparse:  # the long format lists non-zero counts; absent leaves have none
-        wide = pd.concat([wide, pd.DataFrame(0, index=missing, columns=wide.columns)])
-    elif missing:
-        raise DataValidationError(str(counts), f"no counts for leaves {missing[:5]} (write zeros explicitly)")
-    data = GroupSizeData.from_leaf_counts(tree, wide.loc[leaf_names].to_numpy(), label, z_max)
+    wide, sparse = _wide_counts(frame, counts)
     given = wide.index.intersection([tree.names[i] for i in tree.internal])
-    for region in given:
-        if not np.array_equal(wide.loc[region].to_numpy(), data.counts[tree.index[region]]):
-            raise DataValidationError(str(counts), f"counts of {region!r} differ from the sum of its leaves")
+    leaf_names = [tree.names[i] for i in tree.leaves]
+    leaf = wide.reindex(leaf_names, fill_value=0).to_numpy()  # absent leaves count zero; others are left out
+    try:
+        data = GroupSizeData.from_leaf_counts(tree, leaf, label, z_max, N, overflow)
+    except DataValidationError as err:
+        if err.field in ("N", "z_max", "overflow"):
+            raise
+        raise DataValidationError(str(counts), f"{err.field}: {err.problem}") from err
+    _check_internal_rows(tree, wide, given, data, counts)
     return data
 
 
-def _wide_counts(frame: pd.DataFrame, path, N: int | None) -> pd.DataFrame:
+def _check_internal_rows(tree: Hierarchy, wide: pd.DataFrame, given, data: GroupSizeData, path) -> None:
+    """Internal regions given in a counts file must equal the sum of their leaves (a consistency
+    violation of the table is malformed input), compared in the data's size bins."""
+    for region in given:
+        binned = fit_width(wide.loc[[region]].to_numpy(), data.N, "top")  # the leaves' size bins
+        if not np.array_equal(binned[0], data.counts[tree.index[region]]):
+            raise DataValidationError(str(path), f"counts of {region!r} differ from the sum of its leaves")
+
+
+def _wide_counts(frame: pd.DataFrame, path) -> tuple[pd.DataFrame, bool]:
+    """Counts as a (region x size ``1..w``) table, and whether the file was in long format.
+
+    Long format: integer ``size`` and ``count`` columns, counts >= 0, sizes >= 0 (size-0 rows are
+    not groups and are left out), each (region, size) once.  Wide format: integer size columns
+    ``1..w`` in order, each region once.
+    """
     if {"size", "count"} <= set(frame.columns):
         for col in ("size", "count"):
             vals = pd.to_numeric(frame[col], errors="coerce")
             if vals.isna().any() or (vals % 1 != 0).any():
                 raise DataValidationError(str(path), f"column {col!r} must hold integers")
+            frame = frame.assign(**{col: vals.astype(np.int64)})
         if (frame["count"] < 0).any():
             bad = frame.loc[frame["count"] < 0].iloc[0]
             raise DataValidationError(
                 str(path), f"negative count {bad['count']} for region {bad['region']!r}, size {bad['size']}"
             )
-        if (frame["size"] < 1).any():
-            raise DataValidationError(str(path), "sizes must be >= 1")
+        if (frame["size"] < 0).any():
+            raise DataValidationError(str(path), "sizes must be >= 0 (size 0 is not a group and is left out)")
         if frame.duplicated(["region", "size"]).any():
             raise DataValidationError(str(path), "a (region, size) pair appears twice")
-        size_max = int(frame["size"].max()) if N is None else int(N)
-        if (frame["size"] > size_max).any():
-            raise DataValidationError(str(path), f"sizes above N={size_max}")
+        frame = frame[frame["size"] >= 1]
+        width = int(frame["size"].max()) if len(frame) else 1
         wide = frame.pivot(index="region", columns="size", values="count")
-        wide = wide.reindex(columns=range(1, size_max + 1)).fillna(0).astype(np.int64)
+        wide = wide.reindex(columns=range(1, width + 1)).fillna(0).astype(np.int64)
         return wide, True
     value_cols = [c for c in frame.columns if c != "region"]
     try:
@@ -260,7 +316,7 @@ def _wide_counts(frame: pd.DataFrame, path, N: int | None) -> pd.DataFrame:
         raise DataValidationError(
             str(path), "wide counts need integer size columns 1..N, or use region,size,count"
         ) from err
-    if sizes != list(range(1, len(sizes) + 1)):
+    if not sizes or sizes != list(range(1, len(sizes) + 1)):
         raise DataValidationError(str(path), f"size columns must be 1..N in order, got {value_cols[:5]}...")
     if frame["region"].duplicated().any():
         raise DataValidationError(str(path), "a region appears twice")

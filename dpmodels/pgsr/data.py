@@ -8,6 +8,7 @@ values plus the public hierarchy, ``N`` and ``G`` (spec section 7.2).
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
@@ -18,7 +19,8 @@ import pandas as pd
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.hierarchy import Hierarchy
 
-from .sensitivity import require_quantities_within, validate_z_max
+from .bounding import Overflow, fit_width, leaf_groups, size_bins, unit_sizes, validate_overflow
+from .sensitivity import validate_z_max
 
 __all__ = [
     "GroupSizeData",
@@ -87,18 +89,46 @@ def chain_decumulate(hierarchy: Hierarchy, chain: np.ndarray) -> np.ndarray:
 class GroupSizeData:
     """The sensitive group-size hierarchy: ``counts[r, s-1] = n_s^r`` for every region.
 
-    ``z_max`` is the declared public bound on one person's unit quantity (the paper's
-    ``z in {0, 1}`` is ``z_max = 1``); the noise is calibrated to it (see :mod:`dpmodels.pgsr.sensitivity`).
+    Parameters
+    ----------
+    hierarchy
+        The declared (public) hierarchy of regions, of uniform depth.
+    counts
+        ``n_s^r`` for every region (rows in the hierarchy's order) and size ``1..N``; consistent
+        (every internal region is the sum of its children).
+    name
+        A label for tables and ledgers.
+    z_max
+        The declared public bound on one person's unit quantity (the paper's ``z in {0, 1}`` is
+        ``z_max = 1``); the noise is calibrated to it (see :mod:`dpmodels.pgsr.sensitivity`).
+    N_declared
+        Whether ``N`` (the width of ``counts``) was declared by the caller, as a public fact.
+        ``N`` is released twice (the size rows ``1..N`` of the output, the ledger's cell counts),
+        so an ``N`` read off the data (the largest group) discloses that group with certainty:
+        :func:`dpmodels.pgsr.release.release` refuses such data on a private session.  The
+        constructors set it: True when they are given ``N`` (``n_sizes=`` / ``N=``), False when
+        they take the largest size in the data.  The bare constructor cannot tell, so it defaults
+        to False; pass True only when the width of ``counts`` was fixed before seeing the data.
+    overflow
+        The rule that built ``counts`` for groups larger than ``N`` (:mod:`dpmodels.pgsr.bounding`):
+        ``"top"`` counts them in the size-``N`` bin, ``"error"`` refused them (then whether the data
+        exists at all depends on one group: experiments only).
     """
 
     hierarchy: Hierarchy
     counts: np.ndarray
     name: str = "pgsr"
     z_max: int = 1
+    N_declared: bool = False
+    overflow: Overflow = "top"
 
     def __post_init__(self):
         self.hierarchy.require_uniform_depth("hierarchy")
         object.__setattr__(self, "z_max", validate_z_max(self.z_max))
+        if not isinstance(self.N_declared, bool | np.bool_):
+            raise DataValidationError("N_declared", f"must be True or False, got {self.N_declared!r}")
+        object.__setattr__(self, "N_declared", bool(self.N_declared))
+        validate_overflow(self.overflow)
         counts = _integer_matrix(self.counts, "counts", (self.hierarchy.n_regions, None))
         if counts.shape[1] < 1:
             raise DataValidationError("counts", "needs at least one group size (N >= 1)")
@@ -120,15 +150,42 @@ class GroupSizeData:
         object.__setattr__(self, "counts", counts)
 
     @classmethod
-    def from_leaf_counts(cls, hierarchy: Hierarchy, leaf_counts, name: str = "pgsr", z_max: int = 1) -> GroupSizeData:
-        """Aggregate per-leaf group-size vectors (rows in ``hierarchy.leaves`` order) up the tree."""
+    def from_leaf_counts(
+        cls,
+        hierarchy: Hierarchy,
+        leaf_counts,
+        name: str = "pgsr",
+        z_max: int = 1,
+        N: int | None = None,
+        overflow: Overflow = "top",
+    ) -> GroupSizeData:
+        """Aggregate per-leaf group-size vectors (rows in ``hierarchy.leaves`` order) up the tree.
+
+        Parameters
+        ----------
+        hierarchy
+            The declared hierarchy.
+        leaf_counts
+            Non-negative integer counts, one row per leaf, column ``s - 1`` for size ``s``.
+        name, z_max
+            As in :class:`GroupSizeData`.
+        N
+            The declared largest group size.  Narrower counts are padded with zeros; wider ones
+            have their sizes above ``N`` counted in the size-``N`` bin (``overflow="top"``) or
+            refused (``"error"``).  None: ``N`` is the width of ``leaf_counts``, taken as not
+            declared (``N_declared=False``).
+        overflow
+            ``"top"`` or ``"error"`` (see :mod:`dpmodels.pgsr.bounding`).
+        """
         leaf = _integer_matrix(leaf_counts, "leaf_counts", (len(hierarchy.leaves), None))
         if (leaf < 0).any():
             i, s = np.argwhere(leaf < 0)[0]
             raise DataValidationError(
                 "leaf_counts", f"negative count at leaf {hierarchy.names[hierarchy.leaves[i]]!r}, size {s + 1}"
             )
-        return cls(hierarchy, hierarchy.aggregate(leaf), name, z_max)
+        if N is not None:
+            leaf = fit_width(leaf, _declared_n(N), overflow)
+        return cls(hierarchy, hierarchy.aggregate(leaf), name, z_max, N is not None, validate_overflow(overflow))
 
     @classmethod
     def from_groups(
@@ -137,48 +194,34 @@ class GroupSizeData:
         regions,
         sizes,
         n_sizes: int | None = None,
-        overflow: Literal["error", "top"] = "error",
+        overflow: Overflow = "top",
         name: str = "pgsr",
         z_max: int = 1,
     ) -> GroupSizeData:
-        """Count groups per leaf region and size.
+        """Count groups per leaf region and size, under the bounding rules of :mod:`dpmodels.pgsr.bounding`.
 
-        Group sizes must be in ``1..N``.  With ``overflow="top"`` sizes above ``N`` are
-        counted in the last bin (an explicit "N or more" bin); the default rejects them.
+        Parameters
+        ----------
+        hierarchy
+            The declared hierarchy.  Groups whose region is not one of its leaves are left out.
+        regions, sizes
+            One region and one size per group.  Sizes must be non-negative integers (else refused
+            as malformed); a size-0 group is not a group and is left out.
+        n_sizes
+            The declared ``N``.  None takes the largest size in the data (``N_declared=False``:
+            research only, a private release refuses it).
+        overflow
+            ``"top"`` (default): sizes above ``N`` are counted in the size-``N`` bin ("N or more").
+            ``"error"``: refuse them (experiments only: a refusal depends on one group).
+        name, z_max
+            As in :class:`GroupSizeData`.
         """
-        sizes = np.asarray(sizes)
-        regions = np.asarray(regions).astype(str)
-        if sizes.shape != regions.shape or sizes.ndim != 1:
-            raise DataValidationError(
-                "sizes", f"need one size per group region; shapes {sizes.shape} and {regions.shape}"
-            )
-        if sizes.size and not np.issubdtype(sizes.dtype, np.integer):
-            if not np.all(np.mod(sizes, 1) == 0):
-                raise DataValidationError("sizes", "group sizes must be integers")
-            sizes = sizes.astype(np.int64)
-        if (sizes < 1).any():
-            raise DataValidationError(
-                "sizes", f"group sizes must be >= 1 (found {sizes.min()}); empty groups are outside the model"
-            )
-        n_sizes = int(sizes.max()) if n_sizes is None else int(n_sizes)
-        if n_sizes < 1:
-            raise DataValidationError("n_sizes", f"must be >= 1, got {n_sizes}")
-        if (sizes > n_sizes).any():
-            if overflow != "top":
-                raise DataValidationError(
-                    "sizes",
-                    f"{int((sizes > n_sizes).sum())} groups are larger than N={n_sizes}; "
-                    "raise N or pass overflow='top' to count them in the last bin",
-                )
-            sizes = np.minimum(sizes, n_sizes)
-        leaf_pos = {hierarchy.names[i]: k for k, i in enumerate(hierarchy.leaves)}
-        unknown = sorted(set(regions) - set(leaf_pos))
-        if unknown:
-            raise DataValidationError("regions", f"not leaves of the hierarchy: {unknown[:5]}")
-        rows = np.array([leaf_pos[r] for r in regions], dtype=np.int64)
-        leaf = np.zeros((len(leaf_pos), n_sizes), dtype=np.int64)
-        np.add.at(leaf, (rows, sizes - 1), 1)
-        return cls.from_leaf_counts(hierarchy, leaf, name, z_max)
+        rows, sizes = leaf_groups(hierarchy, regions, sizes)
+        N = (int(sizes.max()) if sizes.size else 1) if n_sizes is None else _declared_n(n_sizes)
+        bins = size_bins(sizes, N, overflow)
+        leaf = np.zeros((len(hierarchy.leaves), N), dtype=np.int64)
+        np.add.at(leaf, (rows, bins - 1), 1)
+        return cls(hierarchy, hierarchy.aggregate(leaf), name, z_max, n_sizes is not None, overflow)
 
     @classmethod
     def from_records(
@@ -186,37 +229,37 @@ class GroupSizeData:
         records: pd.DataFrame,
         hierarchy: Hierarchy,
         n_sizes: int | None = None,
-        overflow: Literal["error", "top"] = "error",
+        overflow: Overflow = "top",
         name: str = "pgsr",
         z_max: int = 1,
     ) -> GroupSizeData:
         """From individual records with columns ``user, unit, region, quantity`` (spec 1.1).
 
-        A unit's group size is the sum of its members' quantities; all members of a unit
-        must be in the same leaf region.  Quantities above the public bound ``z_max`` are
-        refused: one person then moves a group by more than the noise is calibrated for.
+        A unit's group size is the sum of its members' quantities, each clamped to ``[0, z_max]``
+        first; then units outside the hierarchy's leaves and units of size 0 are left out, and
+        sizes above ``N`` go to the size-``N`` bin (:mod:`dpmodels.pgsr.bounding`).  No record
+        outside a declared bound makes the construction fail: only malformed tables are refused
+        (a missing column or key value, a non-integer quantity, a user on two rows, a unit whose
+        members name two regions).
+
+        Parameters
+        ----------
+        records
+            One row per person.
+        hierarchy
+            The declared hierarchy.
+        n_sizes
+            The declared ``N``; None takes the largest group in the data (research only, see
+            :class:`GroupSizeData`'s ``N_declared``).
+        overflow
+            ``"top"`` (default) or ``"error"`` (experiments only), as in :meth:`from_groups`.
+        name, z_max
+            As in :class:`GroupSizeData`; ``z_max`` is the bound quantities are clamped to.
         """
         z_max = validate_z_max(z_max)
-        missing = {"user", "unit", "region", "quantity"} - set(records.columns)
-        if missing:
-            raise DataValidationError("records", f"missing columns {sorted(missing)}")
-        if records["user"].duplicated().any():
-            dup = records.loc[records["user"].duplicated(), "user"].iloc[0]
-            raise DataValidationError("records", f"user {dup!r} appears twice")
-        q = pd.to_numeric(records["quantity"], errors="coerce")
-        if q.isna().any() or (q < 0).any() or (q % 1 != 0).any():
-            raise DataValidationError("quantity", "must be non-negative integers")
-        require_quantities_within(records["user"], q.astype(np.int64), z_max)
-        per_unit = records.assign(quantity=q.astype(np.int64)).groupby("unit", sort=False)
-        regions = per_unit["region"].agg(lambda s: s.unique())
-        split = regions[regions.map(len) > 1]
-        if len(split):
-            raise DataValidationError(
-                "records", f"unit {split.index[0]!r} has members in several regions {list(split.iloc[0])}"
-            )
-        sizes = per_unit["quantity"].sum()
-        leaf_regions = regions.map(lambda a: a[0]).astype(str).to_numpy()
-        return cls.from_groups(hierarchy, leaf_regions, sizes.to_numpy(), n_sizes, overflow, name, z_max)
+        declared = None if n_sizes is None else _declared_n(n_sizes)
+        regions, sizes = unit_sizes(records, z_max, declared)
+        return cls.from_groups(hierarchy, regions, sizes, declared, overflow, name, z_max)
 
     # ------------------------------------------------------------------ facts
     @property
@@ -302,6 +345,13 @@ class NoisyGroupSizes:
     def with_values(self, values, kind: Kind | None = None) -> NoisyGroupSizes:
         """Same public facts, other values (e.g. the pre-processed estimates of Algorithm 2)."""
         return NoisyGroupSizes(self.hierarchy, values, self.G, kind or self.kind, self.level_scales, dict(self.info))
+
+
+def _declared_n(n_sizes) -> int:
+    """A declared ``N``: an integer >= 1."""
+    if isinstance(n_sizes, bool) or not isinstance(n_sizes, numbers.Integral) or n_sizes < 1:
+        raise DataValidationError("N", f"must be an integer >= 1 (the declared largest group size), got {n_sizes!r}")
+    return int(n_sizes)
 
 
 def _integer_matrix(values, field_name: str, shape: tuple) -> np.ndarray:

@@ -43,7 +43,7 @@ from dpmodels.core.accounting import PrivacyLedger, split_budget
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.facade import solve
 from dpmodels.core.marker import get_marker
-from dpmodels.core.noise import as_epsilon, double_geometric
+from dpmodels.core.noise import as_epsilon, noisy_integers
 from dpmodels.core.randomness import describe, make_rng
 
 from .data import GroupSizeData, NoisyGroupSizes, chain_cumulative, cumulative
@@ -73,28 +73,64 @@ def measure(
     level's sensitivity (which grows with ``data.z_max``) over its budget, except for the
     paper's chain calibration; the ledger always records the true sensitivity and the
     epsilon actually spent.
+
+    Every level's scale is recorded (and checked) before the first draw, so a refused scale
+    never leaves noise drawn; the noisy values are computed in int64 (exact integer truth plus
+    exact discrete Laplace noise, :func:`dpmodels.core.noise.noisy_integers`) and only then
+    converted to float64 for the post-processing, which is exact below ``2^53``.
+
+    Parameters
+    ----------
+    data
+        The true group sizes.
+    epsilon
+        The total budget of the measurement.
+    kind
+        The measured vectors: ``"counts"``, ``"cumulative"`` or ``"chain"``.
+    rng
+        A Generator or a seed (:func:`dpmodels.core.randomness.make_rng`; None: secure).
+    calibration
+        ``"sound"`` or, for the chain only, the paper's ``"paper"`` (see the module docstring).
     """
     eps = as_epsilon(epsilon)
     if calibration not in ("sound", "paper"):
         raise DataValidationError("calibration", f"must be 'sound' or 'paper', got {calibration!r}")
     rng = make_rng(rng)
     h = data.hierarchy
+    truth = _truth(data, kind)
     ledger = PrivacyLedger(randomness=describe(rng))
-    truth = {"counts": data.counts, "cumulative": cumulative(data.counts), "chain": chain_cumulative(h, data.counts)}
-    if kind not in truth:
-        raise DataValidationError("kind", f"must be 'counts', 'cumulative' or 'chain', got {kind!r}")
-    values = truth[kind].astype(np.float64)
+    scales = _record_levels(ledger, h, kind, calibration, eps, data.z_max, data.N)
+    values = truth.copy()
+    for level, scale in enumerate(scales, start=1):
+        rows = h.level_slice(level)
+        values[rows] = noisy_integers(truth[rows], scale, rng)
+    info = {"epsilon": eps, "calibration": calibration, "z_max": data.z_max, "neighbours": NEIGHBOURS}
+    return NoisyGroupSizes(h, values.astype(np.float64), data.G, kind, tuple(scales), info=info), ledger
+
+
+def _truth(data: GroupSizeData, kind: str) -> np.ndarray:
+    """The exact int64 vectors a measurement of ``kind`` adds noise to."""
+    if kind == "counts":
+        return np.array(data.counts, dtype=np.int64)
+    if kind == "cumulative":
+        return cumulative(np.asarray(data.counts, dtype=np.int64))
+    if kind == "chain":
+        return chain_cumulative(data.hierarchy, np.asarray(data.counts, dtype=np.int64))
+    raise DataValidationError("kind", f"must be 'counts', 'cumulative' or 'chain', got {kind!r}")
+
+
+def _record_levels(ledger, h, kind: str, calibration: str, eps: Fraction, z_max: int, n_sizes: int) -> list[Fraction]:
+    """Record every level's measurement in ``ledger`` (which refuses a scale no exact draw can keep
+    exact) and return the scales: all of them are checked before anything is drawn."""
     scales = []
     for level, eps_level in enumerate(split_budget(eps, h.n_levels), start=1):
-        rows = h.level_slice(level)
-        sensitivity = level_sensitivity(kind, int(h.level_sizes()[level - 1]), data.z_max)
+        n_regions = int(h.level_sizes()[level - 1])
+        sensitivity = level_sensitivity(kind, n_regions, z_max)
         scale = _level_scale(kind, calibration, sensitivity, eps_level)
-        query, group, cells = f"{kind} level {level}", f"level {level}", values[rows].size
-        ledger.record(query, group, sensitivity, sensitivity / scale, "double geometric", cells)
-        values[rows] += double_geometric(scale, values[rows].shape, rng)
+        query, group = f"{kind} level {level}", f"level {level}"
+        ledger.record(query, group, sensitivity, sensitivity / scale, "double geometric", n_regions * n_sizes)
         scales.append(Fraction(scale))
-    info = {"epsilon": eps, "calibration": calibration, "z_max": data.z_max, "neighbours": NEIGHBOURS}
-    return NoisyGroupSizes(h, values, data.G, kind, tuple(scales), info=info), ledger
+    return scales
 
 
 def _level_scale(kind: str, calibration: str, sensitivity: int, eps_level: Fraction) -> Fraction:

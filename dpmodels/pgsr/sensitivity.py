@@ -2,10 +2,10 @@
 
 **Neighbour relation** (spec 2.1 and erratum A1, with the paper's ``z in {0, 1}``
 generalised to a declared public bound ``z in {0, ..., z_max}``): ``D`` and ``D'`` differ
-by one record, a person ``p`` with quantity ``z <= z_max`` removed from (or added to) a
-unit that is non-empty in both, so its group size moves between ``s`` and ``s - z >= 1``
-and ``G`` is unchanged.  Sizes above ``N`` count as ``N`` (``overflow="top"``); write
-``clip(s) = min(s, N)`` and ``m = clip(s) - clip(s - z) <= z <= z_max``.  Per level, the
+by one record, a person ``p`` with (clamped) quantity ``z <= z_max`` removed from (or added to)
+a unit whose size is at least 1 in both, so its group size moves between ``s`` and
+``s - z >= 1`` and ``G`` is unchanged.  Sizes above ``N`` count as ``N`` (``overflow="top"``);
+write ``clip(s) = min(s, N)`` and ``m = clip(s) - clip(s - z) <= z <= z_max``.  Per level, the
 unit lies in exactly one region ``r_j`` (regions of a level are disjoint), so:
 
 * counts ``n^r``: ``n_{clip(s)}`` loses 1 and ``n_{clip(s-z)}`` gains 1 (or nothing moves
@@ -17,31 +17,44 @@ unit lies in exactly one region ``r_j`` (regions of a level are disjoint), so:
   ``(clip(s-z), j)`` up to just before ``(clip(s), j)``: ``m |R_l| <= |R_l| z_max`` (A2).
 
 All three are reached when ``N > z_max`` (a unit of size ``z_max + 1`` losing a person with
-``z = z_max``); ``tests/pgsr/test_privacy.py`` checks every removal by brute force.  With
-``overflow="error"`` both data sets must also keep every size ``<= N``, since a refused input
-would itself reveal a larger group; ``overflow="top"`` has no such edge.
+``z = z_max``); ``tests/pgsr/test_privacy.py`` checks every removal by brute force.
+
+**The bounding rules keep these sensitivities** (:mod:`dpmodels.pgsr.bounding`).  Each rule is
+a fixed function of one record or of one unit, applied to ``D`` and ``D'`` alike, and depends on
+declared facts only (``z_max``, the hierarchy, ``N``), never on other records:
+
+* *clamping* a quantity to ``[0, z_max]``: the added or removed person then has ``z <= z_max``
+  whatever the raw value, so the unit's size moves by at most ``z_max``: the case above
+  (a raw quantity above ``z_max`` is the same neighbour as one of exactly ``z_max``);
+* *leaving out* units outside the hierarchy's leaves: a record of such a unit changes nothing
+  (distance 0, every sensitivity holds); a unit's region is one value for all its members (a
+  unit naming two regions is a malformed table, refused), so the rule never splits a unit;
+* *leaving out units of size 0*: a unit is a group exactly when its clamped size is >= 1, and
+  the relation keeps it >= 1 on both sides; a record of quantity 0 added to or removed from
+  a non-empty unit moves nothing;
+* *the top bin* (``overflow="top"``): ``clip`` above, with no edge.  ``overflow="error"``
+  instead refuses data with a group above ``N``, so a neighbour can turn a release into a
+  refusal: no epsilon covers that, which is why it is for experiments only.
 
 **Removals that empty a unit are not covered.**  ``G`` is public and released exactly, so a
 neighbour with another ``G`` is told apart with certainty whatever the noise: no calibration
 can make that pair epsilon-DP, and the ledger's epsilon holds only for the G-preserving
-relation above (as in the paper's proofs).  The code meets such a neighbour in two ways.
-If only members with ``z = 0`` remain, ``from_records`` refuses the size-0 group.  If the
-person was the unit's only record, the unit vanishes and ``from_records`` builds data with
-``G - 1``; besides ``G``, that moves a level's counts by 1, its cumulative vectors by
-``N - clip(s) + 1 <= N`` and its chain by up to ``|R_l| N``, more than calibrated for.
-Nothing is charged for such pairs: the guarantee to a person who is alone in a unit rests
-on ``G`` being public knowledge in the first place (the paper's assumption, erratum A1).
+relation above (as in the paper's proofs).  Such a neighbour arises when the person was the
+unit's only record, or when the unit's other members have quantity 0: the unit then has size 0
+and is left out (rule above), so the data has ``G - 1`` groups; besides ``G``, that moves a
+level's counts by 1, its cumulative vectors by ``N - clip(s) + 1 <= N`` and its chain by up to
+``|R_l| N``, more than calibrated for.  Nothing is charged for such pairs: the guarantee to a
+person who is alone in a unit rests on ``G`` being public knowledge in the first place (the
+paper's assumption, erratum A1).
 """
 
 from __future__ import annotations
 
 import numbers
 
-import numpy as np
-
 from dpmodels.core.errors import DataValidationError
 
-__all__ = ["NEIGHBOURS", "level_sensitivity", "require_quantities_within", "validate_z_max"]
+__all__ = ["NEIGHBOURS", "level_sensitivity", "validate_z_max"]
 
 #: The neighbour relation the ledgers' epsilons refer to (recorded with each noisy release).
 NEIGHBOURS = "add or remove one record with quantity <= z_max in a unit that stays non-empty (G fixed)"
@@ -69,21 +82,3 @@ def level_sensitivity(kind: str, n_regions: int, z_max: int = 1) -> int:
     if kind == "chain":
         return int(n_regions) * z_max
     raise DataValidationError("kind", f"must be 'counts', 'cumulative' or 'chain', got {kind!r}")
-
-
-def require_quantities_within(users, quantities, z_max: int) -> None:
-    """Refuse any quantity above ``z_max``: the noise is calibrated to that bound.
-
-    The bound must come from public knowledge, not from the data (a data-derived bound
-    would itself leak the largest quantity).
-    """
-    over = np.flatnonzero(np.asarray(quantities) > z_max)
-    if len(over):
-        i = int(over[0])
-        user, value = np.asarray(users).tolist()[i], np.asarray(quantities).tolist()[i]
-        raise DataValidationError(
-            "quantity",
-            f"user {user!r} has quantity {value}, above z_max = {z_max} "
-            f"({len(over)} record(s) exceed it); declare a larger z_max, chosen from public knowledge "
-            "rather than from the data, since the noise is calibrated to it",
-        )

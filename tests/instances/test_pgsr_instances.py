@@ -71,11 +71,10 @@ def test_csv_round_trip_long_wide_and_records(tmp_path, running_example):
     [
         ("region,size,count\nGA,1,-2\n", "negative count"),
         ("region,size,count\nGA,1,2\nGA,1,3\n", "appears twice"),
-        ("region,size,count\nTX,1,2\n", "not in the hierarchy"),
-        ("region,size,count\nGA,0,2\n", ">= 1"),
+        ("region,size,count\nGA,-1,2\n", "sizes must be >= 0"),
         ("region,size,count\nGA,1.5,2\n", "integers"),
         ("region,size,count\nUS,1,9\nGA,1,2\nNY,1,1\n", "differ from the sum"),
-        ("region,1,2\nGA,1,0\n", "no counts for leaves"),
+        ("region,1,2\nGA,1,0\nGA,0,1\n", "a region appears twice"),
         ("region,size\nGA,1\n", "size columns|integer size"),
     ],
 )

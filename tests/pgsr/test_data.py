@@ -130,6 +130,7 @@ def test_truncated_domain_needs_a_scale(running_example):
 
 # ---------------------------------------------------------------- validation
 def test_bad_group_size_inputs(running_example):
+    """Malformed inputs are refused; data outside the declared bounds follows the stated rules."""
     h = running_example.hierarchy
     with pytest.raises(DataValidationError, match="negative count"):
         GroupSizeData.from_leaf_counts(h, [[1, -1], [0, 0]])
@@ -137,27 +138,41 @@ def test_bad_group_size_inputs(running_example):
         GroupSizeData.from_leaf_counts(h, [[1, 1]])
     with pytest.raises(DataValidationError, match="sum of its children"):
         GroupSizeData(h, np.array([[1, 0], [1, 0], [1, 0]]))
-    with pytest.raises(DataValidationError, match="larger than N"):
-        GroupSizeData.from_groups(h, ["GA", "NY"], [1, 9], n_sizes=5)
-    top = GroupSizeData.from_groups(h, ["GA", "NY"], [1, 9], n_sizes=5, overflow="top")
-    assert top.counts[0, 4] == 1
-    with pytest.raises(DataValidationError, match=">= 1"):
-        GroupSizeData.from_groups(h, ["GA"], [0], n_sizes=5)
-    with pytest.raises(DataValidationError, match="not leaves"):
-        GroupSizeData.from_groups(h, ["US"], [1], n_sizes=5)
+    with pytest.raises(DataValidationError, match="larger than N"):  # the experiments' option
+        GroupSizeData.from_groups(h, ["GA", "NY"], [1, 9], n_sizes=5, overflow="error")
+    top = GroupSizeData.from_groups(h, ["GA", "NY"], [1, 9], n_sizes=5)  # the default: "N or more"
+    assert top.counts[0, 4] == 1 and top.overflow == "top"
+    with pytest.raises(DataValidationError, match="negative"):
+        GroupSizeData.from_groups(h, ["GA"], [-1], n_sizes=5)
+    with pytest.raises(DataValidationError, match="integers"):
+        GroupSizeData.from_groups(h, ["GA"], [1.5], n_sizes=5)
+    with pytest.raises(DataValidationError, match="overflow"):
+        GroupSizeData.from_groups(h, ["GA"], [1], n_sizes=5, overflow="clip")
+    with pytest.raises(DataValidationError, match="N"):
+        GroupSizeData.from_groups(h, ["GA"], [1], n_sizes=0)
 
 
 def test_bad_records():
+    """Key and type violations of the records table are refused; a negative quantity is clamped."""
     h = Hierarchy.from_parent_table({"R": None, "A": "R", "B": "R"})
     split = pd.DataFrame({"user": ["1", "2"], "unit": ["u", "u"], "region": ["A", "B"], "quantity": [1, 1]})
     with pytest.raises(DataValidationError, match="several regions"):
         GroupSizeData.from_records(split, h)
-    neg = pd.DataFrame({"user": ["1"], "unit": ["u"], "region": ["A"], "quantity": [-1]})
-    with pytest.raises(DataValidationError, match="quantity"):
-        GroupSizeData.from_records(neg, h)
+    for bad in (1.5, "x"):
+        frame = pd.DataFrame({"user": ["1"], "unit": ["u"], "region": ["A"], "quantity": [bad]})
+        with pytest.raises(DataValidationError, match="quantity"):
+            GroupSizeData.from_records(frame, h)
     dup = pd.DataFrame({"user": ["1", "1"], "unit": ["u", "v"], "region": ["A", "A"], "quantity": [1, 1]})
     with pytest.raises(DataValidationError, match="appears twice"):
         GroupSizeData.from_records(dup, h)
+    blank = pd.DataFrame({"user": ["1"], "unit": [None], "region": ["A"], "quantity": [1]})
+    with pytest.raises(DataValidationError, match="'unit' is empty"):
+        GroupSizeData.from_records(blank, h)
+    missing = pd.DataFrame({"user": ["1"], "unit": ["u"], "region": ["A"]})
+    with pytest.raises(DataValidationError, match="missing columns"):
+        GroupSizeData.from_records(missing, h)
+    neg = pd.DataFrame({"user": ["1", "2"], "unit": ["u", "u"], "region": ["A", "A"], "quantity": [-1, 1]})
+    assert GroupSizeData.from_records(neg, h, n_sizes=2).counts[1].tolist() == [1, 0]  # -1 counts as 0
 
 
 def test_pgsr_needs_uniform_depth():
