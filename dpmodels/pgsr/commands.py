@@ -316,24 +316,75 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
     data = p.add_mutually_exclusive_group(required=True)
     data.add_argument("--records", help="user,unit,region,quantity CSV (one row per person)")
     data.add_argument("--counts", help="region,size,count CSV of the leaves (or wide: region + one column per size)")
-    p.add_argument("--N", type=positive_int, help="largest group size (default: the largest in the data)")
-    p.add_argument("--z-max", type=positive_int, default=1, help="declared public bound on one person's quantity")
+    p.add_argument(
+        "--N",
+        type=positive_int,
+        help="the declared largest group size, a public fact (required: the release shows sizes 1..N); only an "
+        "experiment (--not-private with --seed) may leave it out and read N from the data",
+    )
+    p.add_argument(
+        "--overflow",
+        choices=["top", "error"],
+        default="top",
+        help="groups larger than --N: counted in the size-N bin ('N or more', the default), or refused "
+        "(error: only with --not-private --seed, since a refusal would depend on one group)",
+    )
+    p.add_argument("--z-max", type=positive_int, default=1, help="declared public bound on a quantity (clamped to it)")
     p.add_argument("--mechanism", default=DEFAULT_MECHANISM, choices=list(MECHANISMS), help="mechanism")
     add_common_arguments(p)
 
 
 def _run_release(args) -> int:
-    from dpmodels.instances.pgsr import from_csv
+    from dpmodels.instances.pgsr import from_csv, read_hierarchy
 
     from .release import release, release_frame
 
-    data = from_csv(args.hierarchy, counts=args.counts, records=args.records, N=args.N, z_max=args.z_max)
+    _require_declared_options(args)
+    tree = read_hierarchy(args.hierarchy)
+    if args.N is not None:
+        _require_release_memory(args, tree, args.N)  # before the records are read
+    data = from_csv(tree, counts=args.counts, records=args.records, N=args.N, overflow=args.overflow, z_max=args.z_max)
+    if args.N is None:  # an experiment with N read from the data
+        _require_release_memory(args, tree, data.N)
     session, out, ledger = open_session(args, data, data.name)
     result = release(session, args.mechanism, session.epsilon)
     if not np.isfinite(result.counts).all():
         raise DataValidationError("--mechanism", f"{args.mechanism} returned no solution ({result.status})")
     release_frame(data.hierarchy, result.counts).to_csv(out, index=False)
     return finish(session, [out], ledger)
+
+
+def _require_declared_options(args) -> None:
+    """A private release takes N from --N and counts groups above it in the size-N bin: a data-derived N
+    or a refusal of large groups would make the output depend on one group with certainty.  Only an
+    experiment (seeded, --not-private: its ledger says NOT private) may do either."""
+    if args.not_private and args.seed is not None:
+        return
+    if args.N is None:
+        raise DataValidationError(
+            "--N",
+            "is required: N, the largest group size, is released (the size rows 1..N), so it must be declared "
+            "from public knowledge, not read from the data (larger groups are counted in the size-N bin); only "
+            "an experiment (--not-private with --seed) may leave it out",
+        )
+    if args.overflow != "top":
+        raise DataValidationError(
+            "--overflow",
+            "error refuses data with a group larger than --N, so whether the release happens depends on one "
+            "group; only an experiment (--not-private with --seed) may use it (top, the default, counts such "
+            "groups in the size-N bin)",
+        )
+
+
+def _require_release_memory(args, tree, n_sizes: int) -> None:
+    """Refuse, naming --N, a release whose estimated peak memory (declared sizes only) does not fit."""
+    from dpmodels.core.resources import require_memory
+
+    from .release import estimate_release_bytes
+
+    estimate = estimate_release_bytes(tree, n_sizes, args.mechanism, epsilon=args.epsilon, z_max=args.z_max)
+    what = f"{args.mechanism} on {tree.n_regions:,} regions x N = {n_sizes:,} sizes"
+    require_memory(estimate, what, "--N")
 
 
 FAMILY = Family(
