@@ -40,19 +40,7 @@ from .randomness import release_rng
 from .session import PrivacySession
 from .staging import StagedOutputs, check_targets, file_record, interruptible
 
-__all__ = [
-    "ReleaseSpec",
-    "ReleaseOutcome",
-    "run_release",
-    "add_common_arguments",
-    "check_output_path",
-    "ledger_path",
-    "check_release_paths",
-    "refuse_overwriting_inputs",
-    "open_session",
-    "open_release",
-    "finish",
-]
+__all__ = ["ReleaseSpec", "ReleaseOutcome", "run_release", "add_common_arguments", "ledger_path", "manifest_path"]
 
 #: The single output of a release that writes one file.
 DEFAULT_OUTPUTS = {"--out": "where to write the release"}
@@ -103,16 +91,6 @@ def add_common_arguments(
     )
 
 
-def check_output_path(path, field: str) -> Path:
-    """``path`` as a Path whose folder exists and which is not a directory; raises naming ``field``."""
-    out = Path(path)
-    if out.is_dir():
-        raise DataValidationError(field, f"{out} is a directory; give a file name")
-    if not out.parent.is_dir():
-        raise DataValidationError(field, f"the folder {out.parent} does not exist")
-    return out
-
-
 def manifest_path(out: Path, given=None) -> Path:
     """The manifest's path: ``given``, or ``<out stem>.manifest.json`` beside the output."""
     return Path(given) if given else out.with_name(out.stem + ".manifest.json")
@@ -120,54 +98,7 @@ def manifest_path(out: Path, given=None) -> Path:
 
 def ledger_path(out: Path, given=None) -> Path:
     """The ledger's path: ``given``, or ``<out stem>.ledger.json`` beside the output."""
-    if given:
-        return check_output_path(given, "--ledger")
-    return out.with_name(out.stem + ".ledger.json")
-
-
-def open_session(args, data, name: str) -> tuple[PrivacySession, Path, Path]:
-    """Validate ``--out``, the ledger and the budget, then open the session (no noise drawn yet)."""
-    session, outs, ledger = open_release(args, data, name, ["--out"])
-    return session, outs["--out"], ledger
-
-
-def check_release_paths(args, flags) -> tuple[dict[str, Path], Path]:
-    """The output options ``flags`` and the ledger as paths: folders exist, none a directory, all
-    distinct.  Returns the paths by option and the ledger's path."""
-    outs = {flag: check_output_path(getattr(args, flag.lstrip("-").replace("-", "_")), flag) for flag in flags}
-    ledger = ledger_path(next(iter(outs.values())), args.ledger)
-    seen: dict[Path, str] = {}
-    for flag, path in [*outs.items(), ("--ledger", ledger)]:
-        other = seen.setdefault(path.resolve(), flag)
-        if other != flag:
-            raise DataValidationError(flag, f"must differ from {other} ({path})")
-    return outs, ledger
-
-
-def refuse_overwriting_inputs(outputs: dict[str, Path], inputs: dict[str, object]) -> None:
-    """No output (option -> path) may replace an input file (option -> path or None)."""
-    sources = {Path(path).resolve(): flag for flag, path in inputs.items() if path}
-    for flag, path in outputs.items():
-        source = sources.get(Path(path).resolve())
-        if source:
-            raise DataValidationError(flag, f"{path} would overwrite the input {source}")
-
-
-def open_release(args, data, name: str, flags) -> tuple[PrivacySession, dict[str, Path], Path]:
-    """Validate the output options ``flags`` (folders exist, all distinct), the ledger and the
-    budget, then open the session (no noise drawn yet).  Returns the paths by option."""
-    outs, ledger = check_release_paths(args, flags)
-    session = PrivacySession(data, args.epsilon, seed=args.seed, not_private=args.not_private, name=name)
-    return session, outs, ledger
-
-
-def finish(session: PrivacySession, written: list[Path], ledger: Path) -> int:
-    """Write the ledger and say what was written; exit code 0."""
-    session.write_ledger(ledger)
-    for path in written:
-        print(f"wrote {path}")
-    print(f"wrote {ledger} (epsilon spent {session.spent_epsilon} of {session.epsilon}; {session.randomness})")
-    return 0
+    return Path(given) if given else out.with_name(out.stem + ".ledger.json")
 
 
 # ---------------------------------------------------------------------- the runner
@@ -242,7 +173,7 @@ def _targets(args, spec: ReleaseSpec) -> dict[str, Path]:
     outputs = {flag: Path(path) for flag, path in spec.outputs.items() if path}
     first = next(iter(outputs.values()))
     targets = dict(outputs)
-    targets["--ledger"] = Path(args.ledger) if args.ledger else ledger_path(first)
+    targets["--ledger"] = ledger_path(first, args.ledger)
     targets["--manifest"] = manifest_path(first, args.manifest)
     inputs = dict(spec.inputs)
     if args.budget_db:

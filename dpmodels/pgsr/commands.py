@@ -9,6 +9,7 @@ behind flags (``--runs 30``, ``--set scale=1``).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from dpmodels.core.commands import (
     report_written,
 )
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.release import add_common_arguments, finish, open_session
+from dpmodels.core.release import add_common_arguments
 from dpmodels.core.settings import parse_settings
 
 __all__ = ["FAMILY"]
@@ -320,14 +321,14 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
         "--N",
         type=positive_int,
         help="the declared largest group size, a public fact (required: the release shows sizes 1..N); only an "
-        "experiment (--not-private with --seed) may leave it out and read N from the data",
+        "experiment declared --not-private may leave it out and read N from the data",
     )
     p.add_argument(
         "--overflow",
         choices=["top", "error"],
         default="top",
         help="groups larger than --N: counted in the size-N bin ('N or more', the default), or refused "
-        "(error: only with --not-private --seed, since a refusal would depend on one group)",
+        "(error: only with --not-private, since a refusal would depend on one group)",
     )
     p.add_argument("--z-max", type=positive_int, default=1, help="declared public bound on a quantity (clamped to it)")
     p.add_argument("--mechanism", default=DEFAULT_MECHANISM, choices=list(MECHANISMS), help="mechanism")
@@ -335,43 +336,60 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_release(args) -> int:
+    from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
     from dpmodels.instances.pgsr import from_csv, read_hierarchy
 
-    from .release import release, release_frame
+    from .release import release, release_facts, release_frame
 
     _require_declared_options(args)
     tree = read_hierarchy(args.hierarchy)
-    if args.N is not None:
-        _require_release_memory(args, tree, args.N)  # before the records are read
-    data = from_csv(tree, counts=args.counts, records=args.records, N=args.N, overflow=args.overflow, z_max=args.z_max)
-    if args.N is None:  # an experiment with N read from the data
-        _require_release_memory(args, tree, data.N)
-    session, out, ledger = open_session(args, data, data.name)
-    result = release(session, args.mechanism, session.epsilon)
-    if not np.isfinite(result.counts).all():
-        raise DataValidationError("--mechanism", f"{args.mechanism} returned no solution ({result.status})")
-    release_frame(data.hierarchy, result.counts).to_csv(out, index=False)
-    return finish(session, [out], ledger)
+
+    def load():
+        data = from_csv(
+            tree, counts=args.counts, records=args.records, N=args.N, overflow=args.overflow, z_max=args.z_max
+        )
+        if args.N is None:  # an experiment with N read from the data
+            _require_release_memory(args, tree, data.N)
+        return data
+
+    def run(session, data, epsilon) -> ReleaseOutcome:
+        result = release(session, args.mechanism, epsilon)
+        if not np.isfinite(result.counts).all():
+            raise DataValidationError("--mechanism", f"{args.mechanism} returned no solution ({result.status})")
+        facts = release_facts(data, args.mechanism)
+        details = {"mechanism": args.mechanism, "solver": result.solver, "status": result.status}
+        return ReleaseOutcome({"--out": release_frame(data.hierarchy, result.counts)}, facts, details=details)
+
+    spec = ReleaseSpec(
+        "pgsr",
+        inputs={"--hierarchy": args.hierarchy, "--records": args.records, "--counts": args.counts},
+        outputs={"--out": args.out},
+        load=load,
+        run=run,
+        name=Path(args.records or args.counts).stem,
+        prepare=(lambda: _require_release_memory(args, tree, args.N)) if args.N is not None else None,
+    )
+    return run_release(args, spec)
 
 
 def _require_declared_options(args) -> None:
     """A private release takes N from --N and counts groups above it in the size-N bin: a data-derived N
     or a refusal of large groups would make the output depend on one group with certainty.  Only an
-    experiment (seeded, --not-private: its ledger says NOT private) may do either."""
-    if args.not_private and args.seed is not None:
+    experiment declared --not-private (its ledger and manifest say NOT private) may do either."""
+    if args.not_private:
         return
     if args.N is None:
         raise DataValidationError(
             "--N",
             "is required: N, the largest group size, is released (the size rows 1..N), so it must be declared "
             "from public knowledge, not read from the data (larger groups are counted in the size-N bin); only "
-            "an experiment (--not-private with --seed) may leave it out",
+            "an experiment declared --not-private may leave it out",
         )
     if args.overflow != "top":
         raise DataValidationError(
             "--overflow",
             "error refuses data with a group larger than --N, so whether the release happens depends on one "
-            "group; only an experiment (--not-private with --seed) may use it (top, the default, counts such "
+            "group; only an experiment declared --not-private may use it (top, the default, counts such "
             "groups in the size-N bin)",
         )
 

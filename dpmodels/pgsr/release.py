@@ -20,7 +20,6 @@ import pandas as pd
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.facts import ReleaseFacts
 from dpmodels.core.hierarchy import Hierarchy
-from dpmodels.core.randomness import is_secure
 from dpmodels.core.session import PrivacySession
 
 from .bounding import CLAMP, LEAVE_OUT_EMPTY, LEAVE_OUT_REGIONS, overflow_rule, validate_overflow
@@ -52,7 +51,7 @@ def release(session: PrivacySession, mechanism: str, epsilon, **options):
     """Spend ``epsilon`` of ``session`` on mechanism ``mechanism``; returns its post-processed release.
 
     Only the measurement runs inside the session; the post-processing sees the noisy values.
-    On a private session (secure generator) the data's ``N`` must have been declared and its
+    In a private session the data's ``N`` must have been declared and its
     overflow rule must be ``"top"`` (:func:`require_declared`); both are checked before the
     session is asked for anything.
 
@@ -72,13 +71,13 @@ def release(session: PrivacySession, mechanism: str, epsilon, **options):
     spec = MECHANISMS[mechanism]
     spec.check_options(options)
     # Read for its declared facts only (how N and the overflow rule were set), never its values.
-    require_declared(session._data, session.rng)
+    require_declared(session._data, session.private)
     noisy = session.run(f"PGSR {mechanism} ({spec.kind})", _measurement(spec.kind), epsilon)
     return postprocess(mechanism, noisy, **options)
 
 
-def require_declared(data: GroupSizeData, rng) -> None:
-    """Refuse, on a secure generator, data whose public facts came from the data itself.
+def require_declared(data: GroupSizeData, private: bool) -> None:
+    """Refuse, in a private session, data whose public facts came from the data itself.
 
     Parameters
     ----------
@@ -88,11 +87,12 @@ def require_declared(data: GroupSizeData, rng) -> None:
         group in the data tells whether one person's unit is that large, with certainty.  Its
         overflow rule must be ``"top"``: ``"error"`` would have refused a neighbour with a group
         above ``N``, so that the release itself happening reveals that no group is.
-    rng
-        The generator the release draws from; a seeded one (``not_private=True``) marks an
-        experiment, which may use a data-derived ``N`` (its ledger says NOT private).
+    private
+        Whether the session is private (:attr:`PrivacySession.private`); a session declared
+        ``not_private=True`` is an experiment, which may use a data-derived ``N`` (its ledger says
+        NOT private).
     """
-    if not is_secure(rng):
+    if not private:
         return
     if not isinstance(data, GroupSizeData):
         raise DataValidationError("data", f"a PGSR release needs GroupSizeData, got {type(data).__name__}")

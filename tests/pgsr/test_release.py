@@ -132,12 +132,15 @@ def _main(*args) -> int:
 
 def test_n_is_required_unless_an_experiment(files, capsys):
     """Regression: without --N, N was the largest group in the data, released in the size rows and
-    in the ledger's cells.  Now it must be declared; only a seeded --not-private run may skip it."""
+    in the ledger's cells.  Now it must be declared; only a run declared --not-private may skip it (its
+    ledger and manifest then say NOT private, seeded or not)."""
     base = ["--hierarchy", files / "h.csv", "--records", files / "r.csv", "--epsilon", "1"]
     assert _main(*base, "--out", files / "o.csv") == 2
     assert "--N: is required" in capsys.readouterr().err
-    assert _main(*base, "--out", files / "o.csv", "--not-private") == 2  # unseeded: the ledger says private
     assert not (files / "o.csv").exists() and not (files / "o.ledger.json").exists()
+    assert _main(*base, "--out", files / "u.csv", "--not-private") == 0
+    assert json.loads((files / "u.ledger.json").read_text())["private"] is False
+    assert json.loads((files / "u.manifest.json").read_text())["private"] is False
     assert _main(*base, "--out", files / "e.csv", "--not-private", "--seed", "1") == 0
     assert json.loads((files / "e.ledger.json").read_text())["private"] is False
 
@@ -290,7 +293,7 @@ def status(key):  # kB in /proc/self/status
     return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(key + ":"))
 
 args = ["release", "pgsr", "--hierarchy", sys.argv[1], "--records", sys.argv[2], "--epsilon", "1",
-        "--mechanism", sys.argv[4], "--out", sys.argv[5]]
+        "--mechanism", sys.argv[4], "--out", sys.argv[5], "--force"]
 assert main([*args, "--N", "4"]) == 0  # imports and compiled kernels: the baseline
 with open("/proc/self/clear_refs", "w") as clear:
     clear.write("5")  # resets the peak (VmHWM) to the current resident size
