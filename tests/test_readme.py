@@ -109,3 +109,58 @@ def test_every_python_block_runs_as_a_script_in_a_fresh_process(heading, code, t
     script.write_text(code)
     proc = subprocess.run([sys.executable, script], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"README section {heading!r}:\n{proc.stderr[-2000:]}"
+
+
+def _release_inputs(folder) -> None:
+    """The input files the README's release section names, from the release tests' tiny cases."""
+    import shutil
+
+    from release_cases import CASES
+
+    (folder / "cases").mkdir()
+    cases = {family: make(folder / "cases") for family, make in CASES.items()}
+    copies = {
+        "regions.csv": cases["pgsr"].inputs["--hierarchy"],
+        "persons.csv": cases["pgsr"].inputs["--records"],
+        "census.csv": cases["topdown"].inputs["--persons"],
+        "blocks.csv": cases["topdown"].inputs["--blocks"],
+        "coverage.csv": cases["submodular"].inputs["--coverage"],
+        "sites.csv": cases["submodular"].inputs["--elements"],
+        "points.csv": cases["facility"].inputs["--points"],
+    }
+    for name, source in copies.items():
+        shutil.copy(source, folder / name)
+    (folder / "places.csv").write_text("location,x,y\nhome,0,0\nshop,1,0\npark,1,1\nschool,0,1.5\n")
+    (folder / "visits.csv").write_text("user,record\nann,home\nben,park\n")
+
+
+def test_readme_release_section_runs_command_by_command(tmp_path):
+    """Every command of the release section, in order, in a fresh process each; ``# exit 2`` marks the
+    refusals the text promises.  Then what the text claims: the budget is spent, the last run replaced
+    sizes.csv with --force, and every release's manifest verifies its outputs."""
+    import shlex
+    import subprocess
+    import sys
+
+    from dpmodels.core.manifest import read_manifest, verify_outputs
+
+    section = README.read_text().split("\n## Releases: ", 1)[1].split("\n## ", 1)[0]
+    lines = [line for block in re.findall(r"```bash\n(.*?)```", section, re.S) for line in block.splitlines()]
+    _release_inputs(tmp_path)
+    outputs = {}
+    for line in filter(str.strip, lines):
+        command, _, comment = line.partition("  # ")
+        words = shlex.split(command)
+        assert words[0] == "dpmodels", line
+        proc = subprocess.run(
+            [sys.executable, "-m", "dpmodels.cli", *words[1:]], cwd=tmp_path, capture_output=True, text=True
+        )
+        expected = 2 if comment.startswith("exit 2") else 0
+        assert proc.returncode == expected, f"{line}\n{proc.stderr[-2000:]}"
+        outputs[command] = proc.stdout
+    shown = next(out for command, out in outputs.items() if command.startswith("dpmodels budget show"))
+    assert "spent     epsilon 2 " in shown and "remaining epsilon 0 " in shown
+    manifests = sorted(tmp_path.glob("*.manifest.json"))
+    assert len(manifests) == 6  # two pgsr releases charged to the budget, the forced experiment, four families
+    assert all(verify_outputs(m) == {} for m in manifests)
+    assert read_manifest(tmp_path / "sizes.manifest.json")["private"] is False  # replaced by the experiment

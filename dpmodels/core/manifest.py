@@ -183,11 +183,14 @@ def read_manifest(path) -> dict:
 
 def verify_outputs(path) -> dict[str, str]:
     """Recompute every output's SHA-256 listed in the manifest at ``path``; returns the problems
-    (option -> what is wrong), empty when the release is whole and unchanged."""
+    (option -> what is wrong), empty when the release is whole and unchanged.  An output is looked
+    for at its recorded absolute path, then beside the manifest (a release folder that was moved)."""
     doc = read_manifest(path)
     problems = {}
     for flag, record in doc["outputs"].items():
         target = Path(record["path"])
+        if not target.is_file():  # a release folder moved or copied as a whole: look beside the manifest
+            target = Path(path).parent / target.name
         if not target.is_file():
             problems[flag] = f"{target} is missing"
         elif file_record(target)["sha256"] != record["sha256"]:

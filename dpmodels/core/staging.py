@@ -79,14 +79,14 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def file_record(path) -> dict:
-    """``{"path", "sha256", "bytes"}`` of a file (read in 1 MiB blocks)."""
+    """``{"path", "sha256", "bytes"}`` of a file (its absolute path; read in 1 MiB blocks)."""
     digest = hashlib.sha256()
     size = 0
     with open(path, "rb") as handle:
         while block := handle.read(1 << 20):
             digest.update(block)
             size += len(block)
-    return {"path": str(path), "sha256": digest.hexdigest(), "bytes": size}
+    return {"path": str(Path(path).resolve()), "sha256": digest.hexdigest(), "bytes": size}
 
 
 def _raise_interrupt(signum, frame):
@@ -167,7 +167,7 @@ class StagedOutputs:
             writer(temp)
         except OSError as err:
             raise DataValidationError(flag, f"cannot write {self.targets[flag]}: {err.strerror or err}") from err
-        return file_record(temp) | {"path": str(self.targets[flag])}
+        return file_record(temp) | {"path": str(self.targets[flag].resolve())}
 
     def write_text(self, flag: str, text: str) -> dict:
         return self.write(flag, lambda p: p.write_text(text, encoding="utf-8"))
