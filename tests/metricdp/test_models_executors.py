@@ -4,7 +4,7 @@ import numpy as np
 import pyomo.environ as pyo
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
 
@@ -341,6 +341,7 @@ def test_safe_lower_bound_is_exact_for_exact_duals_and_a_bound_for_any(seed, noi
 
 
 @settings(max_examples=30, deadline=None)
+@example(seed=955, n=6, k=5, eps=8.0, noise=0.0)
 @given(st.integers(0, 10**6), st.integers(2, 7), st.integers(1, 5), st.sampled_from([0.5, 2.0, 8.0]), st.floats(0, 1))
 def test_keeping_the_row_sums_gives_a_bound_never_weaker_and_still_below_the_optimum(seed, n, k, eps, noise):
     """The full LP's certified bound with its row sums kept as simplices: exact for HiGHS's duals
@@ -351,6 +352,10 @@ def test_keeping_the_row_sums_gives_a_bound_never_weaker_and_still_below_the_opt
 
     inst = random_instance(seed, n, k, eps, 1.5)
     model = full_lp(inst)
+    for option in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
+        # the oracle at 1e-10: at HiGHS's default 1e-7 its optimum sat 3.3e-5 (relative) above the true
+        # one at seed=955, n=6, k=5, eps=8, where the certified bound was exact
+        model.h.setOptionValue(option, 1e-10)
     res = model.solve()
     box = (np.zeros(n * k), np.ones(n * k))
     kept = model.simplices
