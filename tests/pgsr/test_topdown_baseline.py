@@ -32,7 +32,7 @@ def highs_projection(values: np.ndarray, total: float) -> np.ndarray:
     m.sum = pyo.Constraint(expr=sum(m.x[i] for i in m.I) == total)
     m.obj = pyo.Objective(expr=sum((m.x[i] - float(values[i])) ** 2 for i in m.I))
     # no proximal regularisation: HiGHS's default (1e-7) moved x_0 of (0, 41) -> 41 to 1.025e-6
-    res = SolverFactory("highs").solve(m, options={"qp_regularization_value": 0.0})
+    res = SolverFactory("highs").solve(m, solver_options={"qp_regularization_value": 0.0})
     assert res.termination_condition.name == "convergenceCriteriaSatisfied"
     return np.array([pyo.value(m.x[i]) for i in m.I])
 
