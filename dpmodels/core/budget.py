@@ -30,11 +30,11 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 
+from .budget_records import UNITS, BudgetExceededError, BudgetRequest, Charge, DatasetBudget, amount_words
 from .errors import DataValidationError, PrivacyParameterError
 from .noise import as_epsilon, exact
 
@@ -48,12 +48,6 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-#: Budget units and what they mean.
-UNITS = {
-    "epsilon": "pure DP epsilon (approximate DP when a delta is budgeted too); sequential composition adds",
-    "rho": "zCDP rho; a pure-DP eps costs eps^2/2; sequential composition adds",
-    "epsilon_per_km": "metric DP (local, per record) epsilon per km; releases of the same records add",
-}
 _BUSY_SECONDS = 120.0
 
 _SCHEMA = """
@@ -77,128 +71,6 @@ BEGIN SELECT RAISE(ABORT, 'a charge''s cost is fixed once recorded'); END;
 CREATE TRIGGER IF NOT EXISTS datasets_fixed BEFORE UPDATE ON datasets
 BEGIN SELECT RAISE(ABORT, 'a dataset''s budget is fixed once declared'); END;
 """
-
-
-class BudgetExceededError(PrivacyParameterError):
-    """A request asked for more privacy budget than is left; nothing was drawn or charged."""
-
-
-@dataclass(frozen=True)
-class BudgetRequest:
-    """What one release asks for, in its own unit (converted to the dataset's by :meth:`cost_in`).
-
-    Parameters
-    ----------
-    unit
-        ``"epsilon"``, ``"rho"`` or ``"epsilon_per_km"`` (:data:`UNITS`).
-    amount
-        The epsilon, rho or epsilon per km asked for, exact.
-    delta
-        The delta of an approximate-DP request (0 for pure DP, zCDP and metric DP).
-    """
-
-    unit: str
-    amount: Fraction
-    delta: Fraction = Fraction(0)
-
-    def __post_init__(self):
-        if self.unit not in UNITS:
-            raise DataValidationError("unit", f"must be one of {sorted(UNITS)}, got {self.unit!r}")
-        object.__setattr__(self, "amount", exact(self.amount, self.unit))
-        object.__setattr__(self, "delta", exact(self.delta, "delta"))
-        if self.amount < 0 or not 0 <= self.delta < 1:
-            raise PrivacyParameterError(self.unit, f"needs amount >= 0 and delta in [0, 1), got {self}")
-
-    def cost_in(self, unit: str) -> Fraction:
-        """The request's cost in a budget of ``unit``, exactly; refused where no conversion holds."""
-        if unit == self.unit:
-            return self.amount
-        if unit == "rho" and self.unit == "epsilon" and self.delta == 0:
-            return self.amount * self.amount / 2  # pure eps-DP is eps^2/2-zCDP (Bun-Steinke, Prop. 1.4)
-        raise PrivacyParameterError(
-            "--dataset",
-            f"a {self.unit} request{' with delta > 0' if self.delta else ''} cannot be charged to a budget in "
-            f"{unit} (no conversion holds that way); declare the dataset's budget in {self.unit}",
-        )
-
-    def to_dict(self) -> dict:
-        return {"unit": self.unit, "amount": str(self.amount), "delta": str(self.delta)}
-
-
-@dataclass(frozen=True)
-class Charge:
-    """One recorded charge of a dataset's budget."""
-
-    id: int
-    dataset: str
-    time: str
-    label: str
-    command: str
-    cost: Fraction
-    delta: Fraction
-    requested: dict
-    status: str
-    inputs: dict
-    outputs: dict
-    manifest: str = ""
-    note: str = ""
-
-    def to_dict(self) -> dict:
-        return {
-            "id": self.id,
-            "time": self.time,
-            "label": self.label,
-            "command": self.command,
-            "cost": str(self.cost),
-            "delta": str(self.delta),
-            "requested": self.requested,
-            "status": self.status,
-            "inputs": self.inputs,
-            "outputs": self.outputs,
-            "manifest": self.manifest,
-            "note": self.note,
-        }
-
-
-@dataclass(frozen=True)
-class DatasetBudget:
-    """A dataset's declared budget, what its charges spent, and the charges themselves."""
-
-    name: str
-    unit: str
-    budget: Fraction
-    delta: Fraction
-    created: str
-    charges: list[Charge] = field(default_factory=list)
-
-    @property
-    def spent(self) -> Fraction:
-        return sum((c.cost for c in self.charges), Fraction(0))
-
-    @property
-    def spent_delta(self) -> Fraction:
-        return sum((c.delta for c in self.charges), Fraction(0))
-
-    @property
-    def remaining(self) -> Fraction:
-        return self.budget - self.spent
-
-    @property
-    def remaining_delta(self) -> Fraction:
-        return self.delta - self.spent_delta
-
-    def to_dict(self) -> dict:
-        return {
-            "dataset": self.name,
-            "unit": self.unit,
-            "budget": str(self.budget),
-            "delta": str(self.delta),
-            "spent": str(self.spent),
-            "spent_delta": str(self.spent_delta),
-            "remaining": str(self.remaining),
-            "created": self.created,
-            "charges": [c.to_dict() for c in self.charges],
-        }
 
 
 def _now() -> str:
@@ -344,9 +216,10 @@ class BudgetDatabase:
             if cost > budget.remaining or request.delta > budget.remaining_delta:
                 raise BudgetExceededError(
                     "--epsilon" if request.unit != "rho" else "--rho",
-                    f"{label!r} asks for {_amount(cost, budget.unit, request.delta)} but {name!r} has "
-                    f"{_amount(budget.remaining, budget.unit, budget.remaining_delta)} left of "
-                    f"{_amount(budget.budget, budget.unit, budget.delta)} in {self.path}; nothing was drawn or written",
+                    f"{label!r} asks for {amount_words(cost, budget.unit, request.delta)} but {name!r} has "
+                    f"{amount_words(budget.remaining, budget.unit, budget.remaining_delta)} left of "
+                    f"{amount_words(budget.budget, budget.unit, budget.delta)} in {self.path}; "
+                    "nothing was drawn or written",
                 )
             cursor = conn.execute(
                 "INSERT INTO charges (dataset, time, label, command, cost, delta, requested, status, inputs, outputs)"
@@ -428,8 +301,3 @@ def _charge(row) -> Charge:
         manifest,
         note,
     )
-
-
-def _amount(value: Fraction, unit: str, delta: Fraction = Fraction(0)) -> str:
-    text = f"{unit} {value} (~{float(value):.6g})"
-    return text + (f", delta {delta}" if delta else "")

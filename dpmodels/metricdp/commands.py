@@ -1,8 +1,8 @@
 """What the metric-DP family shows the ``dpmodels`` command: ``compare``, ``bench`` and ``release mdp``.
 
 The library functions live in ``compare.py``, ``bench.py`` and ``release.py``; this module
-only declares their arguments and calls them (the shared tail is :mod:`dpmodels.core.commands`,
-and :mod:`dpmodels.core.release` for the release).  The
+only declares their arguments and calls them (the shared tail is :mod:`dpmodels.core.commands`;
+``release mdp`` is declared in :mod:`.release_command`).  The
 comparison's default is a small grid (8 x 10 cells, K = 20, eps = 1/km) that every method
 answers in seconds, each capped at ``--time-limit`` 20 s; the paper's scale is behind flags
 (``--instance mdp/paper-grid --blocks 25 --time-limit 300``, or ``dpmodels bench mdp``).
@@ -11,7 +11,6 @@ answers in seconds, each capped at ``--time-limit`` 20 s; the paper's scale is b
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from dpmodels.core.commands import (
     Command,
@@ -25,10 +24,10 @@ from dpmodels.core.commands import (
     report_written,
 )
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.release import add_common_arguments
 from dpmodels.core.settings import parse_settings
 
 from .partition import PARTITIONERS
+from .release_command import release_arguments, run_release_command
 
 __all__ = ["FAMILY"]
 
@@ -214,173 +213,6 @@ def _run_sweep(args) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------- release
-RELEASE_INSTANCE = "mdp/grid"
-#: The built-in public domain of ``release mdp``: an 8 x 10 grid of 1 km cells, K = 20 output cells.
-RELEASE_SETTINGS = {"rows": 8, "cols": 10, "K": 20}
-
-
-def _release_arguments(p: argparse.ArgumentParser) -> None:
-    from .release import SOLVERS
-
-    p.add_argument(
-        "--records",
-        required=True,
-        help="user,record CSV, one row per user: the secret location, a cell index of the grid (row-major, "
-        "cell = row x cols + col) or a location label of --points",
-    )
-    domain = p.add_mutually_exclusive_group()
-    domain.add_argument(
-        "--instance",
-        help=f"public domain: an mdp generator shaped by --set (default {RELEASE_INSTANCE} with "
-        f"{' '.join(f'{k}={v}' for k, v in RELEASE_SETTINGS.items())})",
-    )
-    domain.add_argument(
-        "--points",
-        help="public domain: a CSV of candidate locations (location, then coordinates in km or lat,lon; "
-        "optional prior column); every location is an output",
-    )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="generator option of --instance, e.g. --set rows=3 --set cols=4 --set K=12 --set cell_km=1 "
-        "(--set seed picks the generator's public output cells and cost destinations, never the noise)",
-    )
-    p.add_argument(
-        "--eta", type=positive_float, default=2.0, help="neighbour radius in km: locations within eta get mDP rows"
-    )
-    p.add_argument(
-        "--outside",
-        metavar="LABEL",
-        help="the fallback location: a record naming no location of the domain is perturbed as if it were there "
-        "(a location label of --points, or a cell index; default: the domain's centre, the location with the "
-        "least largest distance to the others)",
-    )
-    p.add_argument("--solver", choices=list(SOLVERS), default="mdp_ipm", help="solver of the perturbation LP")
-    add_solver_option(p, "mdp_ipm", "gap", help_extra="; highs solves to its own tolerance (not certified)")
-    p.add_argument(
-        "--time-limit", type=positive_float, default=None, help="seconds for the solve (the incumbent stays exact)"
-    )
-    add_common_arguments(
-        p,
-        {"--out": "where to write the released user,released CSV"},
-        epsilon_help="privacy per km, per record: Pr[o | x] <= exp(epsilon d(x, x')) Pr[o | x'] for neighbouring "
-        "locations (local metric DP, not a session budget)",
-    )
-
-
-def _run_release(args) -> int:
-    import pandas as pd
-
-    from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
-    from dpmodels.instances.metricdp import records_from_csv
-
-    from .release import NOISE, release, release_facts
-
-    epsilon = _per_km(args.epsilon)
-
-    def load():
-        instance = _release_domain(args, epsilon)
-        fallback = _fallback(instance, args.outside)  # a public declaration, checked before the records are read
-        labels = instance.info.get("labels") or [str(i) for i in range(instance.N)]
-        users, records = records_from_csv(args.records, labels, cells="labels" not in instance.info)
-        return {"instance": instance, "fallback": fallback, "labels": labels, "users": users, "records": records}
-
-    def mechanism(data, amount, rng):
-        result = release(
-            data["instance"],
-            data["records"],
-            rng,
-            not_private=args.not_private,
-            outside=data["fallback"],
-            users=data["users"],
-            solver=args.solver,
-            gap=args.gap,
-            time_limit=args.time_limit,
-            name=Path(args.records).name,
-        )
-        return result, result.ledger
-
-    def run(session, data, amount) -> ReleaseOutcome:
-        result = session.run("metric-DP perturbation of every record", mechanism, amount)
-        instance, labels = data["instance"], data["labels"]
-        frame = pd.DataFrame({"user": data["users"], "released": [labels[i] for i in result.released]})
-        mech = result.mechanism
-        gap = "not certified" if mech.gap is None else f"certified gap {mech.gap:.2g}"
-        summary = [
-            f"domain {instance.name}: {instance.N} locations, {instance.K} outputs, eps = {instance.epsilon:g}/km, "
-            f"eta = {instance.eta:g} km; mechanism by {mech.solver} ({mech.status}): expected loss {mech.loss:.6g} "
-            f"({gap}), exactly mDP: {result.audit['exactly mDP']}",
-            f"a record outside the domain is perturbed as if it were at {labels[data['fallback']]!r} (the stated rule)",
-        ]
-        facts = release_facts(instance, outside=data["fallback"], solver=args.solver, gap=args.gap)
-        ledger = result.to_dict() | {"budget": session.to_dict()}
-        details = {"optimisation": mech.as_dict(), "audit": result.audit}
-        return ReleaseOutcome({"--out": frame}, facts, summary, ledger=ledger, details=details, sampler=NOISE)
-
-    spec = ReleaseSpec(
-        "mdp",
-        inputs={"--records": args.records, "--points": args.points},
-        outputs={"--out": args.out},
-        load=load,
-        run=run,
-        unit="epsilon_per_km",
-        name=Path(args.records).stem,
-    )
-    return run_release(args, spec)
-
-
-def _fallback(instance, label) -> int:
-    """``--outside``: the declared fallback location's index (default: the domain's centre)."""
-    from .release import fallback_location
-
-    try:
-        return fallback_location(instance, label)
-    except DataValidationError as err:
-        raise DataValidationError("--outside", err.problem) from None
-
-
-def _per_km(text) -> float:
-    """``--epsilon`` (privacy per km) read exactly (:func:`~dpmodels.core.noise.as_epsilon`), as a float."""
-    from dpmodels.core.noise import as_epsilon
-
-    return float(as_epsilon(text, "--epsilon"))
-
-
-def _release_domain(args, epsilon: float):
-    """The public metric: a points file, or a generated (or built-in) instance at ``epsilon`` and ``--eta``."""
-    import dpmodels.instances as instances
-    from dpmodels.instances.metricdp import locations_from_csv
-
-    from .data import MAX_EXPONENT, MDPInstance
-
-    if epsilon * args.eta > MAX_EXPONENT:  # before a generator exponentiates it
-        raise DataValidationError(
-            "--epsilon",
-            f"epsilon * eta = {epsilon * args.eta:g}: exp(eps d) overflows double precision (limit {MAX_EXPONENT:g})",
-        )
-    if args.points:
-        if args.set:
-            raise DataValidationError("--set", "shapes a generated --instance, not --points")
-        return locations_from_csv(args.points, epsilon, args.eta)
-    name = args.instance or RELEASE_INSTANCE
-    settings = parse_settings(args.set)
-    for key, flag in (("epsilon", "--epsilon"), ("eta", "--eta")):
-        if key in settings:
-            raise DataValidationError("--set", f"{key} is given by {flag}")
-    defaults = RELEASE_SETTINGS if name == RELEASE_INSTANCE else None
-    generated = instances.is_generator(name)
-    privacy = {"epsilon": epsilon, "eta": args.eta} if generated else {}
-    data = instances.from_settings(name, settings, defaults, **privacy)
-    if not generated and isinstance(data, MDPInstance):
-        data = data.with_privacy(epsilon, args.eta)
-    if not isinstance(data, MDPInstance):
-        raise DataValidationError("--instance", f"{name!r} is not a metric-DP instance")
-    return data
-
-
 FAMILY = Family(
     name="mdp",
     package="dpmodels.metricdp",
@@ -397,7 +229,7 @@ FAMILY = Family(
     ),
     release=Command(
         "perturb each user's location with the optimal audited mDP mechanism (records CSV on a public grid)",
-        _release_arguments,
-        _run_release,
+        release_arguments,
+        run_release_command,
     ),
 )

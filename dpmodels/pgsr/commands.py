@@ -9,9 +9,6 @@ behind flags (``--runs 30``, ``--set scale=1``).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
-import numpy as np
 
 from dpmodels.core.commands import (
     Command,
@@ -25,8 +22,9 @@ from dpmodels.core.commands import (
     report_written,
 )
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.release import add_common_arguments
 from dpmodels.core.settings import parse_settings
+
+from .release_command import release_arguments, run_release_command
 
 __all__ = ["FAMILY"]
 
@@ -308,103 +306,6 @@ def _run_bench(args) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------- release
-def _release_arguments(p: argparse.ArgumentParser) -> None:
-    from .mechanism import MECHANISMS
-    from .release import DEFAULT_MECHANISM
-
-    p.add_argument("--hierarchy", required=True, help="region,parent CSV (the root's parent empty)")
-    data = p.add_mutually_exclusive_group(required=True)
-    data.add_argument("--records", help="user,unit,region,quantity CSV (one row per person)")
-    data.add_argument("--counts", help="region,size,count CSV of the leaves (or wide: region + one column per size)")
-    p.add_argument(
-        "--N",
-        type=positive_int,
-        help="the declared largest group size, a public fact (required: the release shows sizes 1..N); only an "
-        "experiment declared --not-private may leave it out and read N from the data",
-    )
-    p.add_argument(
-        "--overflow",
-        choices=["top", "error"],
-        default="top",
-        help="groups larger than --N: counted in the size-N bin ('N or more', the default), or refused "
-        "(error: only with --not-private, since a refusal would depend on one group)",
-    )
-    p.add_argument("--z-max", type=positive_int, default=1, help="declared public bound on a quantity (clamped to it)")
-    p.add_argument("--mechanism", default=DEFAULT_MECHANISM, choices=list(MECHANISMS), help="mechanism")
-    add_common_arguments(p)
-
-
-def _run_release(args) -> int:
-    from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
-    from dpmodels.instances.pgsr import from_csv, read_hierarchy
-
-    from .release import release, release_facts, release_frame
-
-    _require_declared_options(args)
-    tree = read_hierarchy(args.hierarchy)
-
-    def load():
-        data = from_csv(
-            tree, counts=args.counts, records=args.records, N=args.N, overflow=args.overflow, z_max=args.z_max
-        )
-        if args.N is None:  # an experiment with N read from the data
-            _require_release_memory(args, tree, data.N)
-        return data
-
-    def run(session, data, epsilon) -> ReleaseOutcome:
-        result = release(session, args.mechanism, epsilon)
-        if not np.isfinite(result.counts).all():
-            raise DataValidationError("--mechanism", f"{args.mechanism} returned no solution ({result.status})")
-        facts = release_facts(data, args.mechanism)
-        details = {"mechanism": args.mechanism, "solver": result.solver, "status": result.status}
-        return ReleaseOutcome({"--out": release_frame(data.hierarchy, result.counts)}, facts, details=details)
-
-    spec = ReleaseSpec(
-        "pgsr",
-        inputs={"--hierarchy": args.hierarchy, "--records": args.records, "--counts": args.counts},
-        outputs={"--out": args.out},
-        load=load,
-        run=run,
-        name=Path(args.records or args.counts).stem,
-        prepare=(lambda: _require_release_memory(args, tree, args.N)) if args.N is not None else None,
-    )
-    return run_release(args, spec)
-
-
-def _require_declared_options(args) -> None:
-    """A private release takes N from --N and counts groups above it in the size-N bin: a data-derived N
-    or a refusal of large groups would make the output depend on one group with certainty.  Only an
-    experiment declared --not-private (its ledger and manifest say NOT private) may do either."""
-    if args.not_private:
-        return
-    if args.N is None:
-        raise DataValidationError(
-            "--N",
-            "is required: N, the largest group size, is released (the size rows 1..N), so it must be declared "
-            "from public knowledge, not read from the data (larger groups are counted in the size-N bin); only "
-            "an experiment declared --not-private may leave it out",
-        )
-    if args.overflow != "top":
-        raise DataValidationError(
-            "--overflow",
-            "error refuses data with a group larger than --N, so whether the release happens depends on one "
-            "group; only an experiment declared --not-private may use it (top, the default, counts such "
-            "groups in the size-N bin)",
-        )
-
-
-def _require_release_memory(args, tree, n_sizes: int) -> None:
-    """Refuse, naming --N, a release whose estimated peak memory (declared sizes only) does not fit."""
-    from dpmodels.core.resources import require_memory
-
-    from .release import estimate_release_bytes
-
-    estimate = estimate_release_bytes(tree, n_sizes, args.mechanism, epsilon=args.epsilon, z_max=args.z_max)
-    what = f"{args.mechanism} on {tree.n_regions:,} regions x N = {n_sizes:,} sizes"
-    require_memory(estimate, what, "--N")
-
-
 FAMILY = Family(
     name="pgsr",
     package="dpmodels.pgsr",
@@ -412,6 +313,8 @@ FAMILY = Family(
     compare=Command("PGSR mechanisms on one instance (the paper's Table 7)", _compare_arguments, _run_compare),
     bench=Command("pgsr_dp vs relaxed QPs (Figure 7 sweep) and the full census shape", _bench_arguments, _run_bench),
     release=Command(
-        "release group-size counts of a region hierarchy (records or counts CSVs)", _release_arguments, _run_release
+        "release group-size counts of a region hierarchy (records or counts CSVs)",
+        release_arguments,
+        run_release_command,
     ),
 )
