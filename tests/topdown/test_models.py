@@ -4,7 +4,7 @@ import numpy as np
 import pyomo.environ as pyo
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
 
@@ -152,6 +152,7 @@ def _random_problem(rng, child: bool, with_flows: bool, n_types=2, other=2, zero
 
 @settings(max_examples=40)
 @given(st.integers(0, 10**6), st.booleans(), st.booleans())
+@example(seed=356, child=True, with_flows=False)
 def test_rounding_properties(seed, child, with_flows):
     """Spec 6.3 items 1, 2, 3, 4, 5, 6, 7: integral, within floor+1, sums and GQ facts exact,
     LP = MIP under the certificate, min-cost flow = LP, objective = L1 distance - sum phi."""
@@ -169,11 +170,15 @@ def test_rounding_properties(seed, child, with_flows):
     flow_values, flow_obj = solve_flow_rounding(problem, hstar)
     lp_values = histogram_values(lp)
     assert np.allclose(lp_values, np.round(lp_values))
-    assert lp_res.incumbent_objective == pytest.approx(mip_res.incumbent_objective, abs=1e-7)
-    assert flow_obj == pytest.approx(mip_res.incumbent_objective, abs=problem.m * problem.n / SCALE + 1e-9)
+    # every H* integral (seed 356): no variable is left to round, HiGHS calls the empty model "unknown"
+    # and reports no objective; the objective is then its constant, 0
+    mip_obj = mip_res.incumbent_objective if mip.nvariables() else pyo.value(mip.objective)
+    lp_obj = lp_res.incumbent_objective if lp.nvariables() else pyo.value(lp.objective)
+    assert lp_obj == pytest.approx(mip_obj, abs=1e-7)
+    assert flow_obj == pytest.approx(mip_obj, abs=problem.m * problem.n / SCALE + 1e-9)
     for values in (np.round(lp_values), histogram_values(mip), flow_values):
         assert ((values == low) | (values == low + 1)).all()
-        assert mip_res.incumbent_objective + phi.sum() == pytest.approx(np.abs(values - hstar).sum(), abs=1e-6)
+        assert mip_obj + phi.sum() == pytest.approx(np.abs(values - hstar).sum(), abs=1e-6)
         if child:
             np.testing.assert_array_equal(values.sum(axis=0), problem.parent)
         else:
