@@ -7,6 +7,11 @@ Laplace (when installed), and this project's exact sampler over several bit gene
 (ChaCha20 and AES-128-CTR keyed from OS entropy are cryptographically secure; PCG64 is
 seeded, for reference).  The exact discrete Gaussian is timed beside them.  Ratios are to
 the numpy baseline; never asserted in tests.
+
+A second table times the exact exponential mechanism (:func:`dpmodels.core.selection.
+exponential_mechanism`) on scores of different shapes: it is rejection sampling, so its running
+time depends on the scores (a timing side channel that release manifests state); these are the
+figures the README quotes.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ import randomgen
 from .commands import Command, add_outputs, positive_float, positive_int
 from .randomness import secure_generator
 from .samplers import discrete_gaussian, discrete_laplace
+from .selection import exponential_mechanism
 
-__all__ = ["CENSUS_CELLS", "COMMAND", "bench_noise", "run_bench"]
+__all__ = ["CENSUS_CELLS", "COMMAND", "bench_noise", "bench_em_timing", "run_bench"]
 
 CENSUS_CELLS = (1 + 52 + 3144) * 1000
 
@@ -105,13 +111,65 @@ def bench_noise(cells: int = CENSUS_CELLS, scale=Fraction(6), repeats: int = 3, 
     return frame
 
 
-def run_bench(cells: int, scale: float, repeats: int, opendp_cells: int | None, json_path=None) -> pd.DataFrame:
+#: Score shapes of the exponential mechanism's timing table: name -> scores for K candidates.
+EM_SHAPES = {
+    "all tied": lambda k: np.zeros(k),
+    "one leader 50 ahead": lambda k: np.r_[50.0, np.zeros(k - 1)],
+    "one leader 1,000 ahead": lambda k: np.r_[1000.0, np.zeros(k - 1)],
+    "uniform in [0, 10)": lambda k: np.random.default_rng(0).uniform(0, 10, k),
+}
+
+
+def bench_em_timing(candidates: int = 2000, draws: int = 101, inv_temp=Fraction(1, 2)) -> pd.DataFrame:
+    """Milliseconds per exact exponential-mechanism draw (min / median / max over ``draws``) by score
+    shape (:data:`EM_SHAPES`), on the secure generator, with the ratio to all-tied scores.
+
+    Parameters
+    ----------
+    candidates
+        The number of candidates K.
+    draws
+        Draws timed per shape.
+    inv_temp
+        The inverse temperature ``eps / (2 Delta)``.
+    """
+    rng = secure_generator()
+    rows = []
+    for name, make in EM_SHAPES.items():
+        scores = make(candidates)
+        times = []
+        for _ in range(draws):
+            tick = time.perf_counter()
+            exponential_mechanism(scores, inv_temp, rng)
+            times.append(1000 * (time.perf_counter() - tick))
+        rows.append({"scores": name, "min ms": min(times), "median ms": statistics.median(times), "max ms": max(times)})
+    frame = pd.DataFrame(rows)
+    frame["x tied"] = frame["median ms"] / frame["median ms"].iloc[0]
+    return frame
+
+
+def run_bench(
+    cells: int,
+    scale: float,
+    repeats: int,
+    opendp_cells: int | None,
+    json_path=None,
+    em_candidates: int = 2000,
+    em_draws: int = 101,
+) -> pd.DataFrame:
     print(f"{cells:,} noisy values (census shape: 3,197 regions x N = 1,000), scale {scale}, {repeats} runs each:")
     frame = bench_noise(cells, Fraction(str(scale)), repeats, opendp_cells)
     print(frame.round(3).to_string(index=False))
+    print(
+        f"\nexact exponential mechanism, {em_candidates:,} candidates, inverse temperature 1/2, {em_draws} draws each"
+    )
+    print("(rejection sampling: the time depends on the scores, a side channel the manifests state):")
+    timing = bench_em_timing(em_candidates, em_draws)
+    print(timing.round(3).to_string(index=False))
     if json_path:
+        doc = {"noise": frame.to_dict(orient="records"), "exponential mechanism": timing.to_dict(orient="records")}
         with open(json_path, "w") as fh:
-            json.dump(frame.to_dict(orient="records"), fh, indent=2, default=float)
+            json.dump(doc, fh, indent=2, default=float)
         print(f"wrote {json_path}")
     return frame
 
@@ -126,11 +184,13 @@ def _arguments(p) -> None:
     p.add_argument(
         "--opendp-cells", type=positive_int, default=320_000, help="OpenDP timed on this many values, scaled"
     )
-    add_outputs(p, json="the table")
+    p.add_argument("--em-candidates", type=positive_int, default=2000, help="exponential mechanism: candidates")
+    p.add_argument("--em-draws", type=positive_int, default=101, help="exponential mechanism: draws timed per shape")
+    add_outputs(p, json="the tables")
 
 
 def _run(args) -> int:
-    run_bench(args.cells, args.scale, args.repeats, args.opendp_cells, args.json)
+    run_bench(args.cells, args.scale, args.repeats, args.opendp_cells, args.json, args.em_candidates, args.em_draws)
     return 0
 
 

@@ -27,10 +27,10 @@ bounding rules of the file reader (:data:`BOUNDING_RULES`) for the release's man
 **Timing side channel.**  Every exponential mechanism draws through the exact sampler
 (:func:`dpmodels.core.selection.exponential_mechanism`), which is rejection sampling: uniform
 candidates kept with probability ``exp(-eps' (max q - q_j))``, so the number of rounds, and the
-running time, depend on the scores, that is on the data.  Measured on this 2-core machine
-(medians of 101 draws in each of three runs, 2,000 candidates, ``eps' = 1/2``, secure generator,
-load average 1.6-3): 0.7 ms when all 2,000 scores are tied, 17-32 ms (single draws from 1.2 to
-270 ms) when one candidate leads by 50 or 1,000, about 25-45 times slower.
+running time, depend on the scores, that is on the data.  ``dpmodels bench noise`` measures it
+(2,000 candidates, ``eps' = 1/2``, secure generator, medians of 101 draws; two runs on a 2-core
+machine): 0.67 ms when all scores are tied, 13-16 ms (single draws up to 110 ms) when one candidate
+leads by 50 or 1,000, about 20-23 times slower.
 An observer who can time a release learns about the score gaps (as OpenDP states for its own
 samplers); the figures are repeated in :func:`release_facts`' notes.
 """
@@ -104,9 +104,9 @@ BOUNDING_RULES = {
 #: The exact exponential mechanism's running time, measured (see the module docstring).
 TIMING = (
     "the exact exponential mechanism is rejection sampling, so its running time depends on the scores (the "
-    "data): with 2,000 candidates at eps' = 1/2, medians of 101 draws on a 2-core machine, 0.7 ms when all are "
-    "tied and 17-32 ms (single draws 1.2-270 ms) when one leads by 50 or 1,000; whoever can time a release "
-    "learns about the score gaps"
+    "data): with 2,000 candidates at eps' = 1/2, medians of 101 draws on a 2-core machine (dpmodels bench noise), "
+    "0.67 ms when all are tied and 13-16 ms (single draws up to 110 ms) when one leads by 50 or 1,000; whoever "
+    "can time a release learns about the score gaps"
 )
 
 

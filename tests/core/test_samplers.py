@@ -271,3 +271,17 @@ def test_sample_proportional_refuses_bad_weights(weights):
 def test_sample_proportional_needs_a_generator():
     with pytest.raises(DataValidationError, match="rng"):
         sample_proportional([1.0, 1.0], np.random.RandomState(0))
+
+
+def test_bench_noise_runs_both_tables_at_a_tiny_size(tmp_path):
+    """``dpmodels bench noise``: the samplers' table and the exponential mechanism's timing by score shape."""
+    import json
+
+    from dpmodels import cli
+
+    out = tmp_path / "noise.json"
+    argv = ["bench", "noise", "--cells", "2000", "--repeats", "1", "--opendp-cells", "200"]
+    assert cli.main([*argv, "--em-candidates", "50", "--em-draws", "3", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert [row["scores"] for row in doc["exponential mechanism"]][0] == "all tied"
+    assert doc["exponential mechanism"][0]["x tied"] == 1 and len(doc["noise"]) >= 5
