@@ -308,5 +308,5 @@ def _record_failure(args, session: PrivacySession, err: BaseException) -> None:
 
 def _spent_words(session: PrivacySession) -> str:
     unit = session.unit.replace("_", " ")
-    where = f" in {session._budget.where}" if session._budget.where != "this session" else ""
+    where = f" in {session.budget_location}" if session.budget_location != "this session" else ""
     return f"{unit} spent {session.spent_epsilon} of {session.epsilon}{where}"

@@ -252,6 +252,11 @@ class PrivacySession:
         return is_secure(self.rng) and not self.not_private
 
     @property
+    def budget_location(self) -> str:
+        """Where the budget lives: ``"this session"``, or the budget database and dataset."""
+        return self._budget.where
+
+    @property
     def epsilon(self) -> Fraction:
         """The total budget (in :attr:`unit`)."""
         return self._budget.state()[0]
