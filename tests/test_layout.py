@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +41,18 @@ def test_pyomo_help_lists_the_plugins_through_the_entry_point():
     proc = subprocess.run([pyomo, "help", "--solvers"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert all(name in proc.stdout for name in ("pgsr_dp", "mdp_ipm", "topdown_flow", "facility_tree_dp"))
+
+
+def test_housekeeping_a_user_checks():
+    """One version source (the metadata reads dpmodels.__version__), py.typed beside the package, and the
+    LICENSE the metadata names, a CITATION.cff of the same version and a changelog at the top level."""
+    import importlib.metadata
+
+    import dpmodels
+
+    root = Path(dpmodels.__file__).resolve().parents[1]
+    assert importlib.metadata.version("dpmodels") == dpmodels.__version__
+    assert (Path(dpmodels.__file__).parent / "py.typed").is_file()
+    assert "BSD 3-Clause License" in (root / "LICENSE").read_text()
+    assert f"version: {dpmodels.__version__}" in (root / "CITATION.cff").read_text()
+    assert "## [Unreleased]" in (root / "CHANGELOG.md").read_text()
