@@ -78,7 +78,7 @@ def greedy(F: SetFunction, M: Matroid, accountant=None, diagnostic: bool = False
     current = F(S)
     for _ in range(M.r):
         best, best_gain, best_value = -1, -np.inf, current
-        for e in _extensions(M, S):
+        for e in M.extensions(S):
             S[e] = True
             value = F(S)
             S[e] = False
@@ -88,17 +88,6 @@ def greedy(F: SetFunction, M: Matroid, accountant=None, diagnostic: bool = False
         order.append(best)
         current = best_value
     return GreedyResult(S, TrueDataDiagnostics(current), F.calls - start, order)
-
-
-def _extensions(M: Matroid, S: np.ndarray) -> list[int]:
-    """``Lambda(S) = {e not in S : S + e independent}``."""
-    out = []
-    for e in np.flatnonzero(~S):
-        S[e] = True
-        if M.is_independent(S):
-            out.append(int(e))
-        S[e] = False
-    return out
 
 
 # ----------------------------------------------------------------------------- continuous greedy
@@ -288,7 +277,8 @@ def brute_force_opt(F: SetFunction, M: Matroid) -> tuple[float, np.ndarray]:
 
 
 def k_extensions(M: Matroid, s: np.ndarray) -> list[int]:
-    return _extensions(M, s != 0)
+    """The elements a k-greedy may add to the support of ``s`` (:meth:`Matroid.extensions`)."""
+    return M.extensions(s != 0)
 
 
 def k_greedy(F: KSubmodularFunction, M: Matroid, accountant=None, diagnostic: bool = False) -> GreedyResult:

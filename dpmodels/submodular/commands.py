@@ -91,13 +91,21 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
         metavar="EPS",
         help="also time private Alg. 1 and Mitrovic's greedy at these input epsilons (secure, exact)",
     )
+    p.add_argument(
+        "--graphic",
+        type=positive_int,
+        nargs=2,
+        default=[1000, 5000],
+        metavar=("V", "E"),
+        help="one greedy extension step on a random graphic matroid of V vertices and E edges",
+    )
     add_outputs(p, json="the measurements")
 
 
 def _run_bench(args) -> int:
     from .bench import run_bench
 
-    run_bench(args.sizes, args.rank, args.samples, args.sampled_max, args.json, args.private)
+    run_bench(args.sizes, args.rank, args.samples, args.sampled_max, args.json, args.private, args.graphic)
     return 0
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from dpmodels.core.errors import DataValidationError
 
 from .accounting import PrivacyAccountant, greedy_step_epsilon
-from .algorithms import GreedyResult, _extensions, check_pair, k_extensions
+from .algorithms import GreedyResult, check_pair, k_extensions
 from .data import KSubmodularFunction, SetFunction
 from .exponential import _inv_temp, em_choice
 from .matroids import Matroid
@@ -51,7 +51,7 @@ def mitrovic_private_greedy(
     S = np.zeros(F.n, bool)
     order = []
     for t in range(M.r):
-        cand = _extensions(M, S)
+        cand = M.extensions(S)
         base = F(S)
         gains = []
         for e in cand:

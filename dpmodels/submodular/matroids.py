@@ -61,6 +61,18 @@ class Matroid:
                 chosen[e] = False
         return int(chosen.sum())
 
+    def extensions(self, S) -> list[int]:
+        """``Lambda(S) = {e not in S : S + e independent}``, in increasing order (empty if ``S`` is
+        dependent).  Generic: one independence test per element; subclasses answer in one pass."""
+        S = as_mask(S, self.n).copy()
+        out = []
+        for e in np.flatnonzero(~S):
+            S[e] = True
+            if self.is_independent(S):
+                out.append(int(e))
+            S[e] = False
+        return out
+
     @property
     def r(self) -> int:
         if not hasattr(self, "_r"):

@@ -38,9 +38,14 @@ def test_compare_submodular_k_instance_and_bad_epsilon():
 
 def test_bench_submodular_small(tmp_path):
     out = tmp_path / "bench.json"
-    proc = run("bench", "submodular", "--sizes", "50", "200", "--rank", "4", "--json", str(out))
+    proc = run(
+        "bench", "submodular", "--sizes", "50", "200", "--rank", "4", "--graphic", "60", "200", "--json", str(out)
+    )
     assert proc.returncode == 0, proc.stderr
-    rows = json.loads(out.read_text())
+    doc = json.loads(out.read_text())
+    rows = doc["sizes"]
+    labelling, per_edge = doc["graphic extension"]  # the same Lambda(S), checked by the bench itself
+    assert labelling["|Lambda(S)|"] == per_edge["|Lambda(S)|"] > 0 and labelling["|E|"] == 200
     greedy = [r for r in rows if r["method"] == "greedy"]
     assert [r["|E|"] for r in greedy] == [50, 200]
     assert all(r["oracle calls"] > 0 for r in greedy)
@@ -51,9 +56,10 @@ def test_bench_submodular_small(tmp_path):
 def test_bench_submodular_times_the_private_runs(tmp_path):
     """``--private EPS`` adds private Alg. 1 and Mitrovic's greedy (secure generator, exact samplers)."""
     out = tmp_path / "bench.json"
-    proc = run("bench", "submodular", "--sizes", "60", "--rank", "3", "--private", "1", "--json", str(out))
+    argv = ["--sizes", "60", "--rank", "3", "--private", "1", "--graphic", "30", "60", "--json", str(out)]
+    proc = run("bench", "submodular", *argv)
     assert proc.returncode == 0, proc.stderr
-    rows = {r["method"]: r for r in json.loads(out.read_text())}
+    rows = {r["method"]: r for r in json.loads(out.read_text())["sizes"]}
     assert {"private CG (Alg. 1, eps=1)", "Mitrovic private greedy (eps=1)"} <= set(rows)
     assert rows["Mitrovic private greedy (eps=1)"]["oracle calls"] > 0
     assert all(rows[m]["seconds"] > 0 for m in rows)

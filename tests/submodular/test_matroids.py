@@ -5,6 +5,8 @@ import itertools
 import numpy as np
 import pyomo.environ as pyo
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import chisquare
 from submodular_cases import KINDS, make
 
@@ -285,3 +287,17 @@ def test_laminar_sampler_beyond_enumeration_matches_block_products():
             chosen = tuple(np.flatnonzero(B[block]) + block[0])
             expected *= np.exp(scores[subsets.index(chosen)] - np.logaddexp.reduce(scores))
         assert _laminar_law(M, lw, B) == pytest.approx(expected, rel=1e-9)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(2, 8), st.data())
+def test_graphic_extensions_by_one_labelling_equal_one_independence_test_per_edge(n_vertices, data):
+    """The components labelling gives exactly Lambda(S) of the generic oracle, for forests and for
+    dependent sets (parallel edges included), in increasing order."""
+    from dpmodels.submodular.matroids import Matroid
+
+    pairs = st.tuples(st.integers(0, n_vertices - 1), st.integers(0, n_vertices - 1)).filter(lambda p: p[0] != p[1])
+    edges = data.draw(st.lists(pairs, min_size=1, max_size=12))
+    M = GraphicMatroid(n_vertices, edges)
+    S = np.array(data.draw(st.lists(st.booleans(), min_size=len(edges), max_size=len(edges))))
+    assert M.extensions(S) == Matroid.extensions(M, S)
