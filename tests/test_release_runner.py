@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from fractions import Fraction
 
 import pytest
@@ -134,9 +133,9 @@ def test_budget_show_prints_every_charge_as_json(tmp_path, capsys):
         (["--epsilon", "1e-400"], "--epsilon: 1e-400 is too small"),
     ],
 )
-def test_bad_budget_flags_are_refused_before_anything_is_written(argv, message, tmp_path, capsys):
+def test_bad_budget_flags_are_refused_before_anything_is_written(argv, message, tmp_path, capsys, monkeypatch):
     case = CASES["pgsr"](tmp_path)
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # the relative x.db and missing.db
     given = ["--epsilon", "1"] if "--epsilon" not in argv else []
     assert cli.main([*case.argv, *given, *argv]) == 2
     assert message in capsys.readouterr().err

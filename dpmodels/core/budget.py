@@ -236,8 +236,8 @@ class BudgetDatabase:
                     json.dumps({k: str(v) for k, v in (outputs or {}).items()}),
                 ),
             )
-            charge_id = cursor.lastrowid
-        return self._charge_by_id(charge_id)
+            row = conn.execute("SELECT * FROM charges WHERE id = ?", (cursor.lastrowid,)).fetchone()
+        return _charge(row)
 
     def record_excess(self, dataset: str, request: BudgetRequest, label: str, command: str = "") -> int:
         """Record spend beyond what was granted (a mechanism that overspent: a bug, charged anyway,
@@ -251,10 +251,6 @@ class BudgetDatabase:
                 (name, _now(), label, command, str(cost), str(request.delta), json.dumps(request.to_dict())),
             )
             return cursor.lastrowid
-
-    def _charge_by_id(self, charge_id: int) -> Charge:
-        with self._connect() as conn:
-            return _charge(conn.execute("SELECT * FROM charges WHERE id = ?", (charge_id,)).fetchone())
 
     def complete(self, charge_id: int, outputs: dict, manifest: str = "") -> None:
         """Record that charge ``charge_id``'s release was written: its outputs (name -> path and

@@ -12,6 +12,7 @@ import argparse
 import json
 
 from .budget import UNITS, BudgetDatabase, DatasetBudget
+from .budget_records import amount_words
 from .commands import Command
 from .errors import DataValidationError
 from .zcdp import epsilon_of_rho
@@ -35,7 +36,7 @@ def _run_init(args) -> int:
     if args.delta not in ("0", None) and unit != "epsilon":
         raise DataValidationError("--delta", "goes with --epsilon")
     budget = BudgetDatabase(args.db).init(args.dataset, unit, amount, args.delta, args.note)
-    print(f"dataset {budget.name!r}: {_words(budget.unit, budget.budget, budget.delta)} in {args.db}")
+    print(f"dataset {budget.name!r}: {amount_words(budget.budget, budget.unit, budget.delta)} in {args.db}")
     return 0
 
 
@@ -61,9 +62,11 @@ def _run_show(args) -> int:
 
 
 def _print_budget(budget: DatasetBudget, delta: str) -> None:
-    print(f"dataset {budget.name!r} (declared {budget.created}): {_words(budget.unit, budget.budget, budget.delta)}")
-    print(f"  spent     {_words(budget.unit, budget.spent, budget.spent_delta)}")
-    print(f"  remaining {_words(budget.unit, budget.remaining, budget.remaining_delta)}")
+    print(
+        f"dataset {budget.name!r} (declared {budget.created}): {amount_words(budget.budget, budget.unit, budget.delta)}"
+    )
+    print(f"  spent     {amount_words(budget.spent, budget.unit, budget.spent_delta)}")
+    print(f"  remaining {amount_words(budget.remaining, budget.unit, budget.remaining_delta)}")
     if budget.unit == "rho":
         eps = epsilon_of_rho(budget.spent, delta) if budget.spent else 0
         print(f"  spent so far is ({float(eps):.6g}, {delta})-DP (Canonne-Kamath-Steinke, rounded up)")
@@ -80,11 +83,6 @@ def _print_budget(budget: DatasetBudget, delta: str) -> None:
             print(f"      output {flag} {path}" + (f" sha256 {digest}" if digest else " (not written)"))
         if c.note:
             print(f"      note: {c.note}")
-
-
-def _words(unit: str, value, delta=0) -> str:
-    text = f"{unit} {value} (~{float(value):.6g})"
-    return text + (f", delta {delta}" if delta else "")
 
 
 INIT = Command("declare a dataset's total privacy budget in a budget database", _init_arguments, _run_init)

@@ -188,8 +188,12 @@ def _check_budget_flags(args) -> None:
         )
 
 
-def _open_session(args, spec: ReleaseSpec, data, rng, inputs: dict, targets: dict) -> PrivacySession:
-    command = shlex.join(["dpmodels", *getattr(args, "_argv", sys.argv[1:])])
+def _command(args) -> list[str]:
+    """The command line as the user typed it (``cli.main`` records its arguments on ``args``)."""
+    return ["dpmodels", *getattr(args, "_argv", sys.argv[1:])]
+
+
+def _open_session(args, spec: ReleaseSpec, data, amount, rng, inputs: dict, targets: dict) -> PrivacySession:
     if args.budget_db:
         return PrivacySession.from_database(
             data,
@@ -197,11 +201,11 @@ def _open_session(args, spec: ReleaseSpec, data, rng, inputs: dict, targets: dic
             args.dataset,
             rng=rng,
             not_private=args.not_private,
-            command=command,
+            command=shlex.join(_command(args)),
             inputs=inputs,
             outputs={flag: str(path) for flag, path in targets.items()},
         )
-    return PrivacySession(data, args.epsilon, unit=spec.unit, rng=rng, not_private=args.not_private, name=spec.name)
+    return PrivacySession(data, amount, unit=spec.unit, rng=rng, not_private=args.not_private, name=spec.name)
 
 
 def run_release(args, spec: ReleaseSpec) -> int:
@@ -224,7 +228,7 @@ def run_release(args, spec: ReleaseSpec) -> int:
     inputs = {flag: file_record(path) for flag, path in spec.inputs.items() if path}
     with interruptible(), StagedOutputs(targets, force=args.force) as stage:
         held = data if spec.session_data is None else spec.session_data(data)
-        session = _open_session(args, spec, held, rng, inputs, targets)
+        session = _open_session(args, spec, held, amount, rng, inputs, targets)
         try:
             outcome = spec.run(session, data, amount)
             written = _stage_outputs(stage, outcome, session, args, spec, inputs)
@@ -246,7 +250,8 @@ def _stage_outputs(stage, outcome, session, args, spec, inputs) -> dict:
     written = {}
     for flag, frame in outcome.frames.items():
         written[flag] = stage.write(flag, lambda p, frame=frame: frame.to_csv(p, index=False))
-    ledger = outcome.ledger if outcome.ledger is not None else session.to_dict()
+    state = session.to_dict()  # one read of the budget (a database read when it persists)
+    ledger = outcome.ledger if outcome.ledger is not None else state
     written["--ledger"] = stage.write_text("--ledger", json.dumps(ledger, indent=2, default=str) + "\n")
     request = {
         "unit": session.charges[0].unit if session.charges else spec.unit,
@@ -256,32 +261,33 @@ def _stage_outputs(stage, outcome, session, args, spec, inputs) -> dict:
     manifest = build_manifest(
         family=spec.family,
         dataset=args.dataset or session.name,
-        command=["dpmodels", *getattr(args, "_argv", sys.argv[1:])],
+        command=_command(args),
         options=options_of(args),
         facts=outcome.facts,
         request=request,
-        session=session.to_dict(),
+        session=state,
         sampler=outcome.sampler,
         inputs=inputs,
         outputs=written,
-        budget_database=_database_record(args, session),
+        budget_database=_database_record(args, session, state),
         details=outcome.details,
     )
     stage.write_text("--manifest", json.dumps(manifest, indent=2, default=str) + "\n")
     return written
 
 
-def _database_record(args, session: PrivacySession) -> dict | None:
+def _database_record(args, session: PrivacySession, state: dict) -> dict | None:
     if not args.budget_db:
         return None
+    unit = state["budget_unit"]
     return {
         "path": str(Path(args.budget_db).resolve()),
         "dataset": args.dataset,
         "charge_ids": [c.database_id for c in session.charges],
-        "unit": session.unit,
-        "budget": str(session.epsilon),
-        "spent_after_this_release": str(session.spent_epsilon),
-        "remaining": str(session.remaining_epsilon),
+        "unit": unit,
+        "budget": state["budget"][unit],
+        "spent_after_this_release": state["spent"][unit],
+        "remaining": state["remaining"][unit],
     }
 
 
