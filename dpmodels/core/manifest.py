@@ -16,7 +16,6 @@ import importlib.metadata
 import json
 import platform
 import subprocess
-import sys
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
@@ -206,8 +205,3 @@ def options_of(args) -> dict:
             continue
         out[key] = value if isinstance(value, bool | int | float | str | type(None)) else str(value)
     return out
-
-
-def command_line() -> list[str]:
-    """``sys.argv`` as given to the process."""
-    return list(sys.argv)
