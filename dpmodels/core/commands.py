@@ -6,7 +6,7 @@ command line (``dpmodels/cli.py``) loops over the families; nothing else wires t
 
 The shared tail, written once here: typed argument checks (``--runs 0``, ``--gap -1`` and
 ``N=6.5`` fail at parse time, exit code 2), output files checked before any work (folder
-exists, suffix right: a plot is a ``.png``), the ``--executor`` choice, ``--set KEY=VALUE``
+exists, suffix right: a plot is a ``.png``, ``.pdf`` or ``.svg``), the ``--executor`` choice, ``--set KEY=VALUE``
 instance options, and the exit codes (0 done, 1 the run failed, 2 bad arguments).
 """
 
@@ -127,8 +127,8 @@ def add_solver_option(parser: argparse.ArgumentParser, solver: str, name: str, *
 
 
 # ---------------------------------------------------------------------- outputs
-#: Suffix each output option must have (a plot's format follows its suffix).
-OUTPUT_SUFFIXES = {"csv": ".csv", "plot": ".png", "json": ".json"}
+#: Suffixes each output option accepts (a plot's format follows its suffix: PNG, PDF or SVG).
+OUTPUT_SUFFIXES = {"csv": (".csv",), "plot": (".png", ".pdf", ".svg"), "json": (".json",)}
 
 
 def add_outputs(parser: argparse.ArgumentParser, **helps: str) -> None:
@@ -138,7 +138,8 @@ def add_outputs(parser: argparse.ArgumentParser, **helps: str) -> None:
     for name, text in helps.items():
         if name not in OUTPUT_SUFFIXES:
             raise ValueError(f"unknown output kind {name!r}; known: {sorted(OUTPUT_SUFFIXES)}")
-        parser.add_argument(f"--{name}", metavar=f"FILE{OUTPUT_SUFFIXES[name]}", help=f"write {text}")
+        metavar = "FILE" + "|".join(OUTPUT_SUFFIXES[name])
+        parser.add_argument(f"--{name}", metavar=metavar, help=f"write {text}")
     known = parser.get_default("_outputs") or ()
     parser.set_defaults(_outputs=(*known, *(name for name in helps if name not in known)))
 
@@ -156,8 +157,8 @@ def check_outputs(args: argparse.Namespace) -> dict[str, Path]:
             raise DataValidationError(flag, f"{path} is a folder; give a file name")
         if not path.parent.is_dir():
             raise DataValidationError(flag, f"the folder {path.parent} does not exist")
-        if path.suffix.lower() != OUTPUT_SUFFIXES[name]:
-            raise DataValidationError(flag, f"{path} must end in {OUTPUT_SUFFIXES[name]}")
+        if path.suffix.lower() not in OUTPUT_SUFFIXES[name]:
+            raise DataValidationError(flag, f"{path} must end in {', '.join(OUTPUT_SUFFIXES[name])}")
         for other, seen in paths.items():
             if seen.resolve() == path.resolve():
                 raise DataValidationError(flag, f"is the same file as --{other}")

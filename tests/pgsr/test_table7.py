@@ -143,7 +143,7 @@ def test_compare_shapes_runs_each_data_set_on_the_same_budgets():
         (["--table7", "--csv-hierarchy", "h.csv", "--csv-counts", "c.csv"], "--csv-hierarchy: does not apply"),
         (["--table7", "--set", "county.N=3"], "a prefix must name a shape"),
         (["--table7", "--set", "census.colour=red"], "has no options ['colour']"),
-        (["--table7", "--plot", "fig.pdf"], "--plot: fig.pdf must end in .png"),
+        (["--table7", "--plot", "fig.tiff"], "--plot: fig.tiff must end in .png, .pdf, .svg"),
         (["--table7", "--mechanisms", "M_X"], "unknown 'M_X'"),
         (["--table7", "--shapes", "nation"], "invalid choice: 'nation'"),
         (["--table7", "--qp-max-cells", "-1"], "--qp-max-cells: expected an integer >= 0"),
