@@ -106,12 +106,14 @@ def build_hierarchical_qip(
     delta=None,
     on_infeasible: str = "raise",
     redundant_levels: bool = True,
+    fingerprint: bool = True,
 ) -> pyo.ConcreteModel:
     """Model 1 (spec 3.1): least-squares consistent, faithful, integral group-size counts.
 
     ``min sum_r ||n^r - noisy^r||^2`` s.t. every level sums to G (H2), parents equal the sum
     of their children (H3), ``n`` in its domain (H4).  ``redundant_levels=False`` keeps H2
-    only for the root level (the others follow from H3).
+    only for the root level (the others follow from H3).  ``fingerprint=False`` skips hashing
+    the model for one that only a general solver will see (structure plugins then refuse it).
     """
     noisy.require_kind("counts", "build_hierarchical_qip")
     dom = resolve_domains(noisy, domains, delta, on_infeasible)
@@ -126,6 +128,7 @@ def build_hierarchical_qip(
         GroupSizePayload(noisy, dom),
         {"relax": relax, "redundant_levels": redundant_levels},
         {"n": keys},
+        fingerprint,
     )
     return m
 
@@ -231,12 +234,19 @@ def _cumulative_check(noisy: NoisyGroupSizes, dom: Domains) -> str | None:
     doc="Model 2: cumulative QIP of M_c (relax=True: Model 2-R of M_c^r)",
 )
 def build_cumulative_qip(
-    noisy: NoisyGroupSizes, *, relax: bool = False, domains="full", delta=None, on_infeasible: str = "raise"
+    noisy: NoisyGroupSizes,
+    *,
+    relax: bool = False,
+    domains="full",
+    delta=None,
+    on_infeasible: str = "raise",
+    fingerprint: bool = True,
 ) -> pyo.ConcreteModel:
     """Model 2 (spec 3.4): least squares on per-region cumulative counts ``c^r = (+)n^r``.
 
     C2 fixes the root's last cumulative count to G, C3 keeps each region's cumulative
     vector non-decreasing, C4 keeps parents equal to the sum of their children.
+    ``fingerprint=False``: as in :func:`build_hierarchical_qip`.
     """
     noisy.require_kind("cumulative", "build_cumulative_qip")
     dom = resolve_domains(noisy, domains, delta, on_infeasible, check=_cumulative_check)
@@ -255,7 +265,8 @@ def build_cumulative_qip(
     )
     keys = _keys(noisy)
     m.objective = pyo.Objective(expr=_squared_error(c, noisy, keys), sense=pyo.minimize)
-    attach_marker(m, "pgsr.cumulative_qip", GroupSizePayload(noisy, dom), {"relax": relax}, {"c": keys})
+    payload = GroupSizePayload(noisy, dom)
+    attach_marker(m, "pgsr.cumulative_qip", payload, {"relax": relax}, {"c": keys}, fingerprint)
     return m
 
 

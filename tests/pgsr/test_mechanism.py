@@ -125,3 +125,25 @@ def test_bad_mechanism_inputs(taxi_small):
     noisy, _ = mech.measure(taxi_small, 1.0, "counts", rng=0)
     with pytest.raises(DataValidationError, match="needs 'chain'"):
         mech.postprocess("M_c^ch", noisy)
+
+
+def test_models_for_a_backend_skip_the_fingerprint_and_plugins_still_get_it(taxi_small, monkeypatch):
+    """Hashing a model only serves structure plugins: a model built for clarabel is never
+    fingerprinted (the hash raises here), one built for the pgsr_dp plugin still is (the plugin
+    refuses a model without it, so M_H through pgsr_dp must match M_H^dp)."""
+    import dpmodels.core.marker as marker
+
+    noisy, _ = mech.measure(taxi_small, 1.0, "counts", rng=11)
+    exact = mech.postprocess("M_H^dp", noisy, domains="full")
+    through_plugin = mech.postprocess("M_H", noisy, solver="pgsr_dp", domains="full")
+    assert through_plugin.objective == pytest.approx(exact.objective, rel=1e-9, abs=1e-6)
+
+    def refuse(model):
+        raise AssertionError(f"fingerprinted {model.name!r} for a backend")
+
+    monkeypatch.setattr(marker, "model_fingerprint", refuse)
+    relaxed = mech.postprocess("M_H^r", noisy, solver="clarabel", domains="full")
+    cumulative_noisy, _ = mech.measure(taxi_small, 1.0, "cumulative", rng=11)
+    relaxed_c = mech.postprocess("M_c^r", cumulative_noisy, solver="clarabel")
+    assert relaxed.status == relaxed_c.status == "optimal"
+    assert relaxed.objective <= exact.objective + 1e-6  # the relaxation's optimum is no worse
