@@ -5,32 +5,35 @@ Build a model with a family's ``build_*`` function, solve it with any backend
 :func:`solve`, and compare formulations and solvers with :func:`compare`.
 :func:`solvers_for` says which registered solvers can solve a model, exactly or not;
 :func:`formulations` lists every registered model shape with its problem class.
-Importing ``dpmodels`` registers every plugin with Pyomo's solver factories.
+
+Importing ``dpmodels`` registers every plugin with Pyomo's solver factories (each plugin is
+imported the first time Pyomo builds it) and nothing else: the names below, the families
+(``dpmodels.pgsr``, ...) and ``dpmodels.instances`` are imported on first use, so the
+package and the ``dpmodels`` command start in well under a second.
 """
 
-from .core import Hierarchy, compare, get_solver, relax_integer_vars, solve, solver_names
-from .core.capabilities import capabilities, solvers_for
-from .core.formulations import formulations
+from __future__ import annotations
 
-__all__ = [
-    "Hierarchy",
-    "capabilities",
-    "compare",
-    "formulations",
-    "get_solver",
-    "relax_integer_vars",
-    "solve",
-    "solver_names",
-    "solvers_for",
-    "__version__",
-]
+from .core.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-# Every family's builders register their formulations on import; the plugins register with Pyomo.
-from . import solvers as _solvers  # noqa: E402,F401,I001  (registers the plugins with Pyomo)
-from .facility import models as _facility_models  # noqa: E402,F401
-from .metricdp import models as _metricdp_models  # noqa: E402,F401
-from .pgsr import models as _pgsr_models  # noqa: E402,F401
-from .submodular import models as _submodular_models  # noqa: E402,F401
-from .topdown import models as _topdown_models  # noqa: E402,F401
+#: Public name -> the module that defines it (imported on first access).
+_LAZY = {
+    "Hierarchy": "dpmodels.core.hierarchy",
+    "capabilities": "dpmodels.core.capabilities",
+    "solvers_for": "dpmodels.core.capabilities",
+    "compare": "dpmodels.core.facade",
+    "get_solver": "dpmodels.core.facade",
+    "solve": "dpmodels.core.facade",
+    "solver_names": "dpmodels.core.facade",
+    "formulations": "dpmodels.core.formulations",
+    "relax_integer_vars": "dpmodels.core.relax",
+}
+
+__all__ = [*sorted(_LAZY), "__version__"]
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+
+
+from . import solvers as _solvers  # noqa: E402,F401,I001  (registers the plugins with Pyomo, lazily)

@@ -15,7 +15,8 @@ dpmodels release pgsr|topdown|mdp|submodular|facility [options]
 dpmodels budget init|show [options]      a budget database: declare a dataset's budget, see what was spent
 
 Each family declares its commands once, in ``dpmodels/<family>/commands.py`` (a
-:class:`~dpmodels.core.commands.Family`); this module loops over :data:`FAMILIES`.  Every
+:class:`~dpmodels.core.commands.Family` named ``FAMILY``); this module loops over the families
+found by convention (:func:`dpmodels.core.families.family_names`), with no list of its own.  Every
 ``compare <family>`` finishes in under a minute with no arguments; the paper-scale runs are
 behind flags (see each ``--help``).  Exit codes: 0 done, 1 the run failed, 2 bad arguments (or a budget
 that does not fit), 130 interrupted.
@@ -26,16 +27,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpmodels.core.bench import COMMAND as NOISE_BENCH
+from dpmodels.core.bench_command import COMMAND as NOISE_BENCH
 from dpmodels.core.budget_commands import INIT as BUDGET_INIT
 from dpmodels.core.budget_commands import SHOW as BUDGET_SHOW
-from dpmodels.core.commands import Command, HelpFormatter, check_outputs
+from dpmodels.core.commands import Command, Family, HelpFormatter, check_outputs
 from dpmodels.core.errors import DPModelsError
-from dpmodels.facility.commands import FAMILY as FACILITY
-from dpmodels.metricdp.commands import FAMILY as MDP
-from dpmodels.pgsr.commands import FAMILY as PGSR
-from dpmodels.submodular.commands import FAMILY as SUBMODULAR
-from dpmodels.topdown.commands import FAMILY as TOPDOWN
+from dpmodels.core.families import family_module, family_names
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,14 +84,22 @@ def _parser() -> argparse.ArgumentParser:
     budget_sub = budget.add_subparsers(dest="action", required=True)
     _add_command(budget_sub, "init", BUDGET_INIT)
     _add_command(budget_sub, "show", BUDGET_SHOW)
-    for family in FAMILIES:
+    for family in families():
         _add_family(family, cmp_sub, bench_sub, rel_sub)
     _add_command(bench_sub, "noise", NOISE_BENCH)
     return parser
 
 
-#: The families the command line shows, each declared once in its ``commands.py``.
-FAMILIES = (PGSR, TOPDOWN, MDP, SUBMODULAR, FACILITY)
+def families() -> tuple[Family, ...]:
+    """What the command line shows of each family: the ``FAMILY`` its ``commands.py`` declares,
+    for every family found by :func:`~dpmodels.core.families.family_names` (no list here)."""
+    return tuple(family_module(name, "commands").FAMILY for name in family_names())
+
+
+def __getattr__(name: str):
+    if name == "FAMILIES":  # the declared families, read on first use
+        return families()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _add_family(family, cmp_sub, bench_sub, rel_sub) -> None:
@@ -125,9 +130,9 @@ def _run_formulations(args) -> int:
 def _run_solvers(args) -> int:
     from dpmodels.core.capabilities import BACKENDS, capabilities
 
-    from .solvers import REGISTERED
+    from .solvers import load_plugins
 
-    known = [*BACKENDS, *sorted(set(REGISTERED) - set(BACKENDS))]
+    known = [*BACKENDS, *sorted(set(load_plugins()) - set(BACKENDS))]
     names = [args.name] if args.name else known
     for name in names:
         caps = capabilities(name)

@@ -109,4 +109,13 @@ def example(formulation: str):
 
 
 def _load_families() -> None:
-    from . import facility, metricdp, pgsr, submodular, topdown  # noqa: F401  (register on import)
+    """Import ``instances/<family>.py`` of every family that has one (they register on import)."""
+    import importlib
+    from pathlib import Path
+
+    from dpmodels.core.families import family_names
+
+    here = Path(__file__).resolve().parent
+    for name in family_names():
+        if (here / f"{name}.py").is_file():
+            importlib.import_module(f"{__name__}.{name}")

@@ -335,3 +335,9 @@ class ClarabelSolver(SolverBase):
             if results.solution_loader.get_number_of_solutions() == 0:
                 raise NoFeasibleSolutionError()
             results.solution_loader.load_vars()
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "clarabel": ("ClarabelSolver", "Clarabel interior-point QP/LP solver (dpmodels)"),
+}

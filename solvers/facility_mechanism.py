@@ -101,3 +101,9 @@ class FacilityMechanismSolver(StructureSolver):
         cost = float((np.asarray(data.f) * y).sum() + (data.N[None, :] * data.c * x).sum())
         report["epsilon"] = check_epsilon(options.epsilon)
         return converged(cost, {"y": y, "x": x}, exact=False, info=report)
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "facility_mechanism": ("FacilityMechanismSolver", "eps-DP facility location, Algorithm 2 (dpmodels)"),
+}

@@ -60,3 +60,9 @@ class FacilityTreeDPSolver(StructureSolver):
             x[tree.location_of[ident[tree.leaf_node[data.J]]], np.arange(data.J.size)] = 1.0
         info = {"open_locations": result.locations.tolist()}
         return converged(result.objective, {"y": y, "x": x}, bound=result.objective, info=info)
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "facility_tree_dp": ("FacilityTreeDPSolver", "UFL on an HST (leaf sites) by the exact tree DP (dpmodels)"),
+}

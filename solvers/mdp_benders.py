@@ -108,3 +108,9 @@ class MDPBendersSolver(StructureSolver):
     def to_solution(self, marker, result, options):
         extra = dict(result.info, first_feasible=result.first_feasible)
         return mdp_solution(marker.data.instance, result, extra=extra)
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "mdp_benders": ("MDPBendersSolver", "metric-DP perturbation LP by Benders decomposition (dpmodels)"),
+}

@@ -77,3 +77,9 @@ def full_lp_duals(instance, result) -> dict | None:
     }
     unit = {i: float(y) for i, y in enumerate(result.row_duals.tolist())}
     return {"mdp": mdp, "unit": unit}
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "mdp_ipm": ("MDPIPMSolver", "metric-DP perturbation LP by a block-angular interior point (dpmodels)"),
+}

@@ -37,3 +37,9 @@ class PGSRChainSolver(StructureSolver):
 
     def to_solution(self, marker, result, options):
         return converged(result.objective, {"c": result.chain}, bound=result.objective, info=result.info)
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "pgsr_chain": ("PGSRChainSolver", "PGSR Model 3 by the chain DP (dpmodels)"),
+}

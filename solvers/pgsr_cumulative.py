@@ -68,3 +68,10 @@ class CumulativeDPSolver(StructureSolver):
                 info={"reason": "Algorithm 2's solution leaves the model's domains"},
             )
         return converged(result.objective, {"c": c}, exact=False, info=result.info)
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "isotonic_pava": ("IsotonicPAVASolver", "PGSR Model A2 by pool adjacent violators (dpmodels)"),
+    "pgsr_cdp": ("CumulativeDPSolver", "PGSR Model 2 by Algorithm 2, a heuristic (dpmodels)"),
+}

@@ -42,3 +42,9 @@ class PGSRDPSolver(StructureSolver):
 
     def to_solution(self, marker, result, options):
         return model1_solution(marker, result)
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "pgsr_dp": ("PGSRDPSolver", "PGSR Model 1 by the M_H^dp dynamic program (dpmodels)"),
+}

@@ -25,3 +25,9 @@ class PGSRDPOPSolver(StructureSolver):
 
     def to_solution(self, marker, result, options):
         return model1_solution(marker, result)
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "pgsr_dp_op": ("PGSRDPOPSolver", "PGSR Model 1 by the DP with per-value sub-models (dpmodels)"),
+}

@@ -33,3 +33,9 @@ class PGSRRelaxSolver(StructureSolver):
     def to_solution(self, marker, result, options):
         objective = float(((result - marker.data.noisy.values) ** 2).sum())
         return converged(objective, {"n": result})
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "pgsr_relax": ("PGSRRelaxSolver", "PGSR Model 1-R by piecewise linear demand functions (dpmodels)"),
+}

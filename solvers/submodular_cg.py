@@ -111,3 +111,10 @@ class PrivateContinuousGreedySolver(StructureSolver):
         sol = _solution(marker, result, options.rounding != "none")
         sol.info["privacy"] = result.accountant.summary()
         return sol
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "submodular_cg": ("ContinuousGreedySolver", "multilinear relaxation by continuous greedy (dpmodels)"),
+    "submodular_private_cg": ("PrivateContinuousGreedySolver", "private continuous greedy, Alg. 1/2 (dpmodels)"),
+}

@@ -150,3 +150,9 @@ def _chosen(k_model: bool, algorithm: str | None, what: str) -> str:
 def _result_algorithm(marker, options) -> str:
     k_model = marker.formulation == "submodular.kcoverage_milp"
     return _chosen(k_model, options.algorithm, marker.formulation)
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "submodular_greedy": ("SubmodularGreedySolver", "greedy / Mitrovic / k-greedy / Alg. 3-4 on MILPs (dpmodels)"),
+}

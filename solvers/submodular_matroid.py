@@ -41,3 +41,9 @@ class MatroidGreedySolver(StructureSolver):
         if isinstance(M, GraphicMatroid):
             values["polytope.z"] = martin_values(M, result > 0.5)
         return converged(value, values, bound=value)
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "submodular_matroid_greedy": ("MatroidGreedySolver", "matroid LP by the greedy algorithm (dpmodels)"),
+}

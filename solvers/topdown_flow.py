@@ -62,3 +62,9 @@ class FlowRoundingSolver(StructureSolver):
             values["CB"] = [combo.get(k, 0.0) for k in marker.layout["CB"]]
         arrays = {name: np.asarray(v, dtype=np.float64) for name, v in values.items()}
         return converged(result.objective, arrays, bound=result.objective)
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "topdown_flow": ("FlowRoundingSolver", "TopDown L1 rounding as a min-cost flow (dpmodels)"),
+}

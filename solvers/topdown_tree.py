@@ -33,3 +33,9 @@ class TreeL2Solver(StructureSolver):
     def to_solution(self, marker, result, options):
         objective = tree_objective(marker.data.problem, result, marker.data.weights)
         return converged(objective, {"H": result}, bound=objective)
+
+
+#: The solvers this module registers (read without importing it: see :mod:`dpmodels.solvers.registry`).
+PLUGINS = {
+    "topdown_tree_l2": ("TreeL2Solver", "TopDown L2 by per-cell simplex projection (dpmodels)"),
+}

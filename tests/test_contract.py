@@ -26,11 +26,12 @@ from dpmodels.core.capabilities import BACKENDS, capabilities, why_not
 from dpmodels.core.errors import DPModelsError, ModelStructureError, SolverOptionError
 from dpmodels.core.formulations import formulations
 from dpmodels.core.relax import relax_integer_vars
+from dpmodels.solvers import load_plugins
 
 #: Values the test supplies for options a plugin requires (a mechanism's budget).
 REQUIRED = {"epsilon": 1.0}
 FORMULATIONS = [f.name for f in formulations()]
-PLUGINS = sorted(n for n, cls in SolverFactory._cls.items() if hasattr(cls, "capabilities") and n not in BACKENDS)
+PLUGINS = sorted(n for n, cls in load_plugins().items() if hasattr(cls, "capabilities") and n not in BACKENDS)
 SOLVERS = [*sorted(BACKENDS), *PLUGINS]
 TOL = 1e-6
 

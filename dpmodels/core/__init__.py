@@ -1,55 +1,49 @@
-"""The shared core: hierarchies, noise, budgets, structure markers, the façade, executors."""
+"""The shared core: hierarchies, noise, budgets, structure markers, the façade, executors.
 
-from .accounting import PrivacyLedger, split_budget
-from .errors import (
-    DataValidationError,
-    DPModelsError,
-    InfeasibleDomainError,
-    ModelStructureError,
-    PrivacyParameterError,
-    SolverUnavailableError,
-)
-from .facade import compare, get_solver, solve, solver_names
-from .hierarchy import Hierarchy
-from .marker import StructureMarker, attach_marker, get_marker, model_fingerprint
-from .noise import double_geometric, laplace, noise_scale, truncation_delta
-from .randomness import describe, make_rng, release_rng, secure_generator
-from .relax import relax_integer_vars
-from .samplers import discrete_gaussian, discrete_laplace
-from .selection import exponential_mechanism, sample_proportional
-from .session import BudgetExceededError, PrivacySession
+Every name below is imported on first use (:mod:`dpmodels.core.lazy`), so importing a light
+module of the core (``dpmodels.core.families``, ``dpmodels.core.commands``) does not pull in
+pandas, scipy or Pyomo's modelling layer.
+"""
 
-__all__ = [
-    "PrivacyLedger",
-    "split_budget",
-    "DataValidationError",
-    "DPModelsError",
-    "InfeasibleDomainError",
-    "ModelStructureError",
-    "PrivacyParameterError",
-    "SolverUnavailableError",
-    "compare",
-    "get_solver",
-    "solve",
-    "solver_names",
-    "Hierarchy",
-    "StructureMarker",
-    "attach_marker",
-    "get_marker",
-    "model_fingerprint",
-    "double_geometric",
-    "discrete_laplace",
-    "discrete_gaussian",
-    "exponential_mechanism",
-    "sample_proportional",
-    "secure_generator",
-    "release_rng",
-    "describe",
-    "PrivacySession",
-    "BudgetExceededError",
-    "laplace",
-    "make_rng",
-    "noise_scale",
-    "truncation_delta",
-    "relax_integer_vars",
-]
+from __future__ import annotations
+
+from .lazy import lazy_exports
+
+#: Public name -> the module of the core that defines it.
+_EXPORTS = {
+    "PrivacyLedger": "dpmodels.core.accounting",
+    "split_budget": "dpmodels.core.accounting",
+    "DataValidationError": "dpmodels.core.errors",
+    "DPModelsError": "dpmodels.core.errors",
+    "InfeasibleDomainError": "dpmodels.core.errors",
+    "ModelStructureError": "dpmodels.core.errors",
+    "PrivacyParameterError": "dpmodels.core.errors",
+    "SolverUnavailableError": "dpmodels.core.errors",
+    "compare": "dpmodels.core.facade",
+    "get_solver": "dpmodels.core.facade",
+    "solve": "dpmodels.core.facade",
+    "solver_names": "dpmodels.core.facade",
+    "Hierarchy": "dpmodels.core.hierarchy",
+    "StructureMarker": "dpmodels.core.marker",
+    "attach_marker": "dpmodels.core.marker",
+    "get_marker": "dpmodels.core.marker",
+    "model_fingerprint": "dpmodels.core.marker",
+    "double_geometric": "dpmodels.core.noise",
+    "laplace": "dpmodels.core.noise",
+    "noise_scale": "dpmodels.core.noise",
+    "truncation_delta": "dpmodels.core.noise",
+    "describe": "dpmodels.core.randomness",
+    "make_rng": "dpmodels.core.randomness",
+    "release_rng": "dpmodels.core.randomness",
+    "secure_generator": "dpmodels.core.randomness",
+    "relax_integer_vars": "dpmodels.core.relax",
+    "discrete_gaussian": "dpmodels.core.samplers",
+    "discrete_laplace": "dpmodels.core.samplers",
+    "exponential_mechanism": "dpmodels.core.selection",
+    "sample_proportional": "dpmodels.core.selection",
+    "BudgetExceededError": "dpmodels.core.session",
+    "PrivacySession": "dpmodels.core.session",
+}
+
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -27,13 +27,13 @@ import numpy as np
 import pandas as pd
 import randomgen
 
-from .commands import Command, add_outputs, positive_float, positive_int
 from .randomness import secure_generator
 from .samplers import discrete_gaussian, discrete_laplace
 from .selection import exponential_mechanism
 
-__all__ = ["CENSUS_CELLS", "COMMAND", "bench_noise", "bench_em_timing", "run_bench"]
+__all__ = ["CENSUS_CELLS", "bench_noise", "bench_em_timing", "run_bench"]
 
+#: Values per draw: the census shape, 1,000 cells in each of the 1 + 52 + 3,144 nation, state and county nodes.
 CENSUS_CELLS = (1 + 52 + 3144) * 1000
 
 
@@ -172,27 +172,3 @@ def run_bench(
             json.dump(doc, fh, indent=2, default=float)
         print(f"wrote {json_path}")
     return frame
-
-
-# ---------------------------------------------------------------------- command line
-def _arguments(p) -> None:
-    p.add_argument("--cells", type=positive_int, default=CENSUS_CELLS, help="values per draw")
-    p.add_argument(
-        "--scale", type=positive_float, default=6.0, help="discrete Laplace scale (2L/eps at L = 3, eps = 1)"
-    )
-    p.add_argument("--repeats", type=positive_int, default=3, help="runs per sampler")
-    p.add_argument(
-        "--opendp-cells", type=positive_int, default=320_000, help="OpenDP timed on this many values, scaled"
-    )
-    p.add_argument("--em-candidates", type=positive_int, default=2000, help="exponential mechanism: candidates")
-    p.add_argument("--em-draws", type=positive_int, default=101, help="exponential mechanism: draws timed per shape")
-    add_outputs(p, json="the tables")
-
-
-def _run(args) -> int:
-    run_bench(args.cells, args.scale, args.repeats, args.opendp_cells, args.json, args.em_candidates, args.em_draws)
-    return 0
-
-
-#: ``dpmodels bench noise`` (registered by the command line beside the families' benches).
-COMMAND = Command("exact vs floating-point noise samplers on the census shape (3.2 million values)", _arguments, _run)

@@ -97,6 +97,9 @@ def capabilities(name: str) -> Capabilities | None:
     if key in BACKENDS:
         return BACKENDS[key]
     cls = SolverFactory._cls.get(key)
+    load = getattr(cls, "load_plugin", None)  # a plugin registered but not imported yet
+    if callable(load):
+        cls = load()
     declare = getattr(cls, "capabilities", None)
     return declare() if callable(declare) else None
 

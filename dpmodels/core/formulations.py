@@ -98,8 +98,17 @@ def register_formulation(
     return decorate
 
 
+def _load_families() -> None:
+    """Import every family's ``models`` (their builders register the formulations)."""
+    from .families import import_families
+
+    import_families("models")
+
+
 def get_formulation(name: str) -> Formulation:
     """The registered formulation ``name``; an unknown name lists the known ones."""
+    if name not in _REGISTRY:
+        _load_families()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -107,7 +116,8 @@ def get_formulation(name: str) -> Formulation:
 
 
 def formulations(family: str | None = None) -> list[Formulation]:
-    """Every registered formulation (of one ``family``), sorted by name."""
+    """Every registered formulation (of one ``family``), sorted by name (every family loaded)."""
+    _load_families()
     return [f for name, f in sorted(_REGISTRY.items()) if family is None or f.family == family]
 
 
@@ -128,7 +138,7 @@ def register_example(name: str) -> Callable[[Callable], Callable]:
 def example_model(name: str):
     """A freshly built tiny model of formulation ``name``."""
     if name not in _EXAMPLES:
-        raise KeyError(f"formulation {name!r} has no registered example (add one in dpmodels.instances.examples)")
+        raise KeyError(f"formulation {name!r} has no example; add one with @register_example in instances/<family>.py")
     return _EXAMPLES[name]()
 
 

@@ -22,8 +22,6 @@ import decimal
 import math
 from fractions import Fraction
 
-from scipy.optimize import minimize_scalar
-
 from .errors import PrivacyParameterError
 from .noise import exact
 
@@ -120,6 +118,8 @@ def epsilon_of_rho(rho, delta) -> Fraction:
     rf, lf = float(r), math.log(1 / float(d))
     # the optimum lies near alpha = 1 + sqrt(ln(1/delta) / rho); search a bracket around it in log(alpha - 1)
     centre = math.log(math.sqrt(lf / rf))
+    from scipy.optimize import minimize_scalar  # imported here: scipy.optimize takes ~0.6 s to import
+
     found = minimize_scalar(
         lambda t: _cks_float(1 + math.exp(t), rf, lf),
         bounds=(centre - 20, centre + 20),

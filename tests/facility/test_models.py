@@ -169,11 +169,10 @@ def test_examples_solve_with_highs_scip_and_the_plugins():
 
 
 def test_mechanism_options_are_declared_and_checked():
-    from pyomo.contrib.solver.common.factory import SolverFactory
-
     from dpmodels.core.errors import SolverOptionError
+    from dpmodels.solvers import load_plugin
 
-    cls = SolverFactory._cls["facility_mechanism"]
+    cls = load_plugin("facility_mechanism")
     assert cls.exact is False
     assert set(cls.option_defaults()) == {"epsilon", "seed", "algorithm", "lam", "radius_mode"}
     model = instances.example("facility.tree")
