@@ -256,7 +256,7 @@ def test_version_is_printed():
         (["--plot", "out.xyz"], "--plot: out.xyz must end in .png"),
         (["--csv", "no/such/folder/out.csv"], "--csv: the folder no/such/folder does not exist"),
         (["--csv-counts", "c.csv"], "need --csv-hierarchy"),
-        (["--set", "N=6.5"], "N: option of 'pgsr/taxi-like' must be an integer, got 6.5"),
+        (["--set", "N=6.5"], "N: option of 'pgsr/census-like' must be an integer, got 6.5"),
     ],
 )
 def test_newcomer_mistakes_fail_before_any_work_with_exit_code_2(argv, message, capsys, tmp_path, monkeypatch):
