@@ -306,7 +306,7 @@ def _full(problem: NodeProblem, row: np.ndarray, coef: np.ndarray) -> np.ndarray
 
 def flows_hold(flows, types: np.ndarray, hist: np.ndarray, tol: float = 1e-6) -> bool:
     """Whether a node histogram can route its GQ type totals through the combination network."""
-    from .implied import maxflow_extension
+    from .implied.two_level import maxflow_extension
 
     totals = np.array([hist[types == g].sum() for g in range(flows.n_types)])
     allowed = flows.combos.T  # types x combinations

@@ -16,10 +16,17 @@ from scipy.optimize import linprog
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.topdown.data import GQKnowledge, PublicKnowledge
-from dpmodels.topdown.implied import allocate, hall_constraints, lemma1_bounds, maxflow_extension
-from dpmodels.topdown.implied_exact import extension_milp, sat_reduction
-from dpmodels.topdown.implied_fme import fme_project
-from dpmodels.topdown.implied_gq import extend_to_leaves, type_total_ranges
+from dpmodels.topdown.implied import (
+    allocate,
+    extend_to_leaves,
+    extension_milp,
+    fme_project,
+    hall_constraints,
+    lemma1_bounds,
+    maxflow_extension,
+    sat_reduction,
+    type_total_ranges,
+)
 
 
 # ---------------------------------------------------------------------- test-side oracles

@@ -4,11 +4,11 @@ When the only leaf facts are group-quarters supports, lower bounds and totals, a
 constraints ``NF`` are the complete implied set, and the proof of Theorems 4-7 is constructive:
 
 * :func:`extend_to_leaves` -- ExtendToLeaves (spec 4.4): integer leaf histograms adding up to a
-  node histogram that satisfies ``NF``, by a max flow (Theorem 3, :func:`.implied.maxflow_extension`)
+  node histogram that satisfies ``NF``, by a max flow (Theorem 3, :func:`.two_level.maxflow_extension`)
   and northwest-corner splits.
 * :func:`type_total_ranges` -- the LP projection of ``NF`` onto the type totals.
 
-Separate from :mod:`.implied` because it works on the TopDown data types (:class:`FlowData`,
+Separate from :mod:`.two_level` because it works on the TopDown data types (:class:`FlowData`,
 :class:`GQKnowledge`) rather than on plain constraint triples.
 """
 
@@ -19,8 +19,9 @@ from scipy.optimize import linprog
 
 from dpmodels.core.errors import DataValidationError
 
-from .data import FlowData, GQKnowledge
-from .implied import _int_array, maxflow_extension
+from ..data import FlowData, GQKnowledge
+from .constraints import int_array
+from .two_level import maxflow_extension
 
 __all__ = ["extend_to_leaves", "type_total_ranges"]
 
@@ -63,14 +64,14 @@ def extend_to_leaves(node_histogram, flow_data: FlowData, gq: GQKnowledge, leaf_
     constraints).  Malformed input raises :class:`DataValidationError`.
     """
     n_types, n_cells = gq.n_types, len(gq.cell_type)
-    hist = _int_array(node_histogram, "node_histogram", shape=(n_cells,))
-    pos = _int_array(leaf_positions, "leaf_positions")
+    hist = int_array(node_histogram, "node_histogram", shape=(n_cells,))
+    pos = int_array(leaf_positions, "leaf_positions")
     if pos.ndim != 1 or not len(pos) or pos.max() >= gq.present.shape[0] or len(np.unique(pos)) != len(pos):
         raise DataValidationError(
             "leaf_positions", f"must be a nonempty vector of distinct leaf rows < {gq.present.shape[0]}"
         )
     present, a = gq.present[pos], gq.lower[pos].astype(np.int64)
-    totals = None if leaf_totals is None else _int_array(leaf_totals, "leaf_totals", shape=(len(pos),))
+    totals = None if leaf_totals is None else int_array(leaf_totals, "leaf_totals", shape=(len(pos),))
     if totals is not None and (totals < a.sum(axis=1)).any():
         k = int(np.flatnonzero(totals < a.sum(axis=1))[0])
         raise DataValidationError("leaf_totals", f"leaf row {pos[k]} total {totals[k]} is below its lower bounds")
@@ -128,7 +129,7 @@ def _node_flows(type_count, combos, f, population, flows):
     """The flow ``F`` (types x combos) of the node's network, or None if there is none."""
     allowed = combos.T
     if flows is not None:
-        F = _int_array(flows, "flows", shape=allowed.shape)
+        F = int_array(flows, "flows", shape=allowed.shape)
         ok = (
             (F[~allowed] == 0).all()
             and (F >= f.T).all()

@@ -9,7 +9,7 @@ instances, not tools for production-size nodes:
 * :func:`sat_reduction` -- Theorem 1's 3-SAT construction (spec 3.10), which shows that
   real-valued implied constraints are not enough; decide it with :func:`extension_milp`.
 
-Constraints are the triples of :mod:`.implied`: ``(coefficients, op, rhs)``.
+Constraints are the triples of :mod:`.constraints`: ``(coefficients, op, rhs)``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 
 from dpmodels.core.errors import DataValidationError
 
-from .implied import _check_op, _int_array, satisfies
+from .constraints import check_op, int_array, satisfies
 
 __all__ = ["ExtensionResult", "extension_milp", "SatReduction", "sat_reduction"]
 
@@ -73,7 +73,7 @@ def extension_milp(
 
     base = np.asarray(parent, dtype=float)
     if not relax:
-        base = _int_array(base, "parent", nonneg=False).astype(float)
+        base = int_array(base, "parent", nonneg=False).astype(float)
     if leaf_constraints is not None:
         m = len(leaf_constraints)
         if n_leaves is not None and n_leaves != m:
@@ -90,12 +90,12 @@ def extension_milp(
     rows = []  # (flat coefficient vector over H, op, rhs)
     for leaf, cons in enumerate(leaf_constraints or []):
         for j, (coef, op, rhs) in enumerate(cons):
-            _check_op(op, f"leaf_constraints[{leaf}][{j}]")
+            check_op(op, f"leaf_constraints[{leaf}][{j}]")
             a = np.zeros((size, m))
             a[:, leaf] = _coef_vector(coef, size, shape, f"leaf_constraints[{leaf}][{j}]")
             rows.append((a.ravel(), op, float(rhs)))
     for j, (coef, op, rhs) in enumerate(joint_constraints):
-        _check_op(op, f"joint_constraints[{j}]")
+        check_op(op, f"joint_constraints[{j}]")
         rows.append((_coef_vector(coef, size * m, shape + (m,), f"joint_constraints[{j}]"), op, float(rhs)))
 
     model = pyo.ConcreteModel()

@@ -6,9 +6,9 @@ keeps: Gaussian elimination with the equalities first (as in the paper's Appendi
 redundant rows pruned by LP (HiGHS through scipy) after each step so the system does not
 explode.  A toolkit of its own: row arithmetic, pruning and reduced row-echelon form, used by no
 other implied-constraint method.  The result is equivalent over the reals; integer extendability
-needs its own argument (Lemma 1, Theorem 3 in :mod:`.implied`).
+needs its own argument (Lemma 1, Theorem 3 in :mod:`.two_level`).
 
-Constraints are the triples of :mod:`.implied`: ``(coefficients, op, rhs)``.
+Constraints are the triples of :mod:`.constraints`: ``(coefficients, op, rhs)``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from scipy.optimize import linprog
 
 from dpmodels.core.errors import DataValidationError
 
-from .implied import _check_op
+from .constraints import check_op
 
 __all__ = ["Projection", "fme_project"]
 
@@ -68,7 +68,7 @@ def _to_rows(constraints, n: int):
         if len(item) != 3:
             raise DataValidationError(f"constraints[{j}]", "must be a (coefficients, op, rhs) triple")
         coef, op, rhs = item
-        _check_op(op, f"constraints[{j}]")
+        check_op(op, f"constraints[{j}]")
         a = np.asarray(coef, dtype=float).ravel()
         if a.shape != (n,):
             raise DataValidationError(f"constraints[{j}]", f"needs {n} coefficients, got {a.shape}")

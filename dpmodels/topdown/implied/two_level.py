@@ -1,33 +1,20 @@
-"""Implied constraints of TopDown: the constraint triples, and the two-level structures with witnesses.
+"""Two-level implied constraints of TopDown with their witnesses: Theorem 3 and Lemma 1.
 
 A node histogram is only worth publishing if it can be *extended* to integer leaf histograms
 that satisfy every leaf's public facts (spec 1.3, Problem 2).  Deciding that is NP-complete in
-general (Theorems 1-2), so the implied-constraint toolkit offers the special structures for
-which it is easy, each with the constructive witness its proof gives, plus exact oracles for
-tests.  This module holds the shared convention and the two-level structures:
+general (Theorems 1-2); these are the two-level structures for which it is easy, each with the
+constructive witness its proof gives:
 
-* :func:`satisfies` -- the constraint-triple convention every ``implied*`` module uses.
 * :func:`maxflow_extension` / :func:`hall_constraints` -- Theorem 3 (buckets -> regions with
   totals and lower bounds): the max-flow check of spec 3.9(b) and its complete Hall set.
 * :func:`lemma1_bounds` / :func:`allocate` -- Lemma 1 (2x2 tables with leaf margins) and its
   Allocate procedure (spec 4.3, with the erratum fix that advances the leaf index).
 
-The rest of the toolkit lives beside it, one module per method:
-
-* :mod:`.implied_fme` -- Fourier-Motzkin projection, for deriving implied constraints of small
-  linear systems (spec 3.9(a)).
-* :mod:`.implied_exact` -- the exact (exponential) MILP decision of Problem 2 (spec 3.9(c)) and
-  Theorem 1's 3-SAT construction, which shows that real-valued implied constraints are not enough.
-* :mod:`.implied_gq` -- the network-flow (GQ) setting of Theorems 4-7: the ExtendToLeaves witness
-  (spec 4.4) and the LP projection onto type totals.
-
-Constraints are triples ``(coefficients, op, rhs)`` with ``op`` one of ``"<="``, ``">="``,
-``"=="``, meaning ``coefficients . x  op  rhs`` (spec 1.3).
+Constraints are the triples of :mod:`.constraints`: ``(coefficients, op, rhs)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -35,64 +22,18 @@ import numpy as np
 
 from dpmodels.core.errors import DataValidationError
 
+from .constraints import bool_array, int_array, satisfies
+
 __all__ = [
     "MaxFlowCheck",
     "maxflow_extension",
     "hall_constraints",
-    "satisfies",
     "Lemma1Set",
     "lemma1_bounds",
     "allocate",
 ]
 
-_OPS = ("<=", ">=", "==")
 HALL_MAX_BUCKETS = 16
-
-
-# ---------------------------------------------------------------------- validation helpers
-def _int_array(value, field: str, shape=None, nonneg: bool = True) -> np.ndarray:
-    arr = np.asarray(value)
-    if arr.dtype == bool:
-        arr = arr.astype(np.int64)
-    if not np.issubdtype(arr.dtype, np.number):
-        raise DataValidationError(field, f"must be numeric, got dtype {arr.dtype}")
-    if shape is not None and arr.shape != tuple(shape):
-        raise DataValidationError(field, f"must have shape {tuple(shape)}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)) or not np.array_equal(arr, np.round(arr)):
-        raise DataValidationError(field, "must contain integers")
-    arr = np.round(arr).astype(np.int64)
-    if nonneg and (arr < 0).any():
-        raise DataValidationError(field, f"must be non-negative, found {arr.min()}")
-    return arr
-
-
-def _bool_array(value, field: str, shape) -> np.ndarray:
-    arr = np.asarray(value)
-    if arr.shape != tuple(shape):
-        raise DataValidationError(field, f"must have shape {tuple(shape)}, got {arr.shape}")
-    if arr.dtype != bool and not np.isin(arr, (0, 1)).all():
-        raise DataValidationError(field, "must be boolean (0/1)")
-    return arr.astype(bool)
-
-
-def _check_op(op: str, field: str) -> None:
-    if op not in _OPS:
-        raise DataValidationError(field, f"op must be one of {_OPS}, got {op!r}")
-
-
-def satisfies(constraints: Sequence[tuple], x, tol: float = 1e-9) -> bool:
-    """Whether the vector ``x`` satisfies every ``(coefficients, op, rhs)`` constraint."""
-    x = np.asarray(x, dtype=float).ravel()
-    for j, (coef, op, rhs) in enumerate(constraints):
-        _check_op(op, f"constraints[{j}]")
-        lhs = float(np.asarray(coef, dtype=float).ravel() @ x)
-        if (
-            (op == "<=" and lhs > rhs + tol)
-            or (op == ">=" and lhs < rhs - tol)
-            or (op == "==" and abs(lhs - rhs) > tol)
-        ):
-            return False
-    return True
 
 
 # ---------------------------------------------------------------------- Theorem 3: max flow and Hall
@@ -112,17 +53,17 @@ class MaxFlowCheck:
 
 
 def _theorem3_data(totals, allowed, lower, equal, k: int | None = None):
-    n = _int_array(totals, "totals")
+    n = int_array(totals, "totals")
     if n.ndim != 1:
         raise DataValidationError("totals", f"must be a vector (one total per region), got shape {n.shape}")
     allowed = np.asarray(allowed)
     if allowed.ndim != 2 or allowed.shape[1] != len(n) or (k is not None and allowed.shape[0] != k):
         want = f"({k if k is not None else 'k'}, {len(n)})"
         raise DataValidationError("allowed", f"must be buckets x regions = {want}, got {allowed.shape}")
-    allowed = _bool_array(allowed, "allowed", allowed.shape)
+    allowed = bool_array(allowed, "allowed", allowed.shape)
     shape = allowed.shape
-    c = np.zeros(shape, np.int64) if lower is None else _int_array(lower, "lower", shape)
-    eq = np.zeros(shape, bool) if equal is None else _bool_array(equal, "equal", shape)
+    c = np.zeros(shape, np.int64) if lower is None else int_array(lower, "lower", shape)
+    eq = np.zeros(shape, bool) if equal is None else bool_array(equal, "equal", shape)
     if (c[~allowed] != 0).any():
         j, i = np.argwhere(~allowed & (c != 0))[0]
         raise DataValidationError(
@@ -148,7 +89,7 @@ def maxflow_extension(x, totals, allowed, lower=None, equal=None) -> MaxFlowChec
     with capacities ``x'_j``, infinity on the free cells and ``n'_i``.  Integer capacities give
     an integral max flow, so the answer is exact and the flow is the integer extension.
     """
-    xv = _int_array(x, "x", nonneg=False)
+    xv = int_array(x, "x", nonneg=False)
     if xv.ndim != 1:
         raise DataValidationError("x", f"must be a vector (one count per bucket), got shape {xv.shape}")
     n, c, free, n_res = _theorem3_data(totals, allowed, lower, equal, k=len(xv))
@@ -236,8 +177,8 @@ class Lemma1Set:
 
 
 def _margins(row_sums, col_sums) -> tuple[np.ndarray, np.ndarray]:
-    r = _int_array(row_sums, "row_sums")
-    c = _int_array(col_sums, "col_sums")
+    r = int_array(row_sums, "row_sums")
+    c = int_array(col_sums, "col_sums")
     if r.ndim != 2 or r.shape[1] != 2 or c.shape != r.shape:
         raise DataValidationError("row_sums/col_sums", f"must both be (leaves, 2), got {r.shape} and {c.shape}")
     bad = np.flatnonzero(r.sum(axis=1) != c.sum(axis=1))
@@ -272,7 +213,7 @@ def allocate(h, row_sums, col_sums) -> np.ndarray:
     complete set, i.e. when no such split exists.
     """
     r, c = _margins(row_sums, col_sums)
-    h = _int_array(h, "h", shape=(2, 2), nonneg=False)
+    h = int_array(h, "h", shape=(2, 2), nonneg=False)
     lemma = lemma1_bounds(r, c)
     if not satisfies(lemma.constraints(), h.ravel()):
         raise DataValidationError(
