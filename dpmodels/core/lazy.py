@@ -9,7 +9,9 @@ dpmodels.core import PrivacySession`` and ``dpmodels.solve`` read as usual.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
+from types import ModuleType
 
 __all__ = ["lazy_exports"]
 
@@ -44,4 +46,28 @@ def lazy_exports(package: str, exports: Mapping[str, str], namespace: dict) -> t
     def __dir__():
         return sorted({*namespace, *exports})
 
+    _keep_exports(package, exports)
     return __getattr__, __dir__
+
+
+def _keep_exports(package: str, exports: Mapping[str, str]) -> None:
+    """Let an exported name keep its meaning when a submodule has the same name.
+
+    Importing ``<package>.release`` makes the import system bind the submodule as the package's
+    attribute ``release``; with eager imports the package's ``from .release import release``
+    came after and won, but a lazy package would then hand out the module for
+    ``from <package> import release``.  The package's class is swapped for one that ignores that
+    binding for exported names (the submodule stays importable by its full name).
+    """
+    module = sys.modules.get(package)
+    if module is None:
+        return
+
+    class LazyPackage(type(module)):
+        def __setattr__(self, name, value):
+            if name in exports and isinstance(value, ModuleType) and value.__name__ == f"{package}.{name}":
+                return
+            super().__setattr__(name, value)
+
+    LazyPackage.__qualname__ = "LazyPackage"
+    module.__class__ = LazyPackage
