@@ -16,9 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from dpmodels.core.highs import new_highs
+
 from .data import MDPGraph, MDPInstance
 
-__all__ = ["full_lp", "Highs", "mdp_rows", "safe_lower_bound", "Simplices", "record_simplices"]
+__all__ = ["full_lp", "Highs", "mdp_rows", "safe_lower_bound", "assignment_bound", "Simplices", "record_simplices"]
 
 INF = float("inf")
 
@@ -79,8 +81,7 @@ class Highs:
 
         self.highspy = highspy
         self.simplices: Simplices | None = None  # row sums its builder declares, for safe_lower_bound
-        self.h = highspy.Highs()
-        self.h.setOptionValue("output_flag", False)
+        self.h = new_highs()  # output off, and HiGHS's banner kept off our stdout
         if method != "simplex":
             self.h.setOptionValue("solver", method)
         if time_limit is not None:
@@ -208,6 +209,27 @@ def safe_lower_bound(model: Highs, col_lower, col_upper, row_dual=None, simplice
         simplex_part = float(reduced[simplices.groups].min(axis=1).sum())
     r, lo_c, up_c = reduced[boxed], col_lower[boxed], col_upper[boxed]
     return row_part + simplex_part + float(np.where(r >= 0, r * lo_c, r * up_c).sum())
+
+
+def assignment_bound(instance: MDPInstance) -> float:
+    """``sum_i min_k C_hat[i, k]``: the perturbation LP's optimum without its mDP rows.
+
+    A lower bound on the full LP's optimum that needs no solve (every record's row of a
+    feasible ``Z`` is a probability vector), and at least 0 since losses and prior are; the
+    iterative methods start from it, so a run stopped before its first certificate still
+    reports a bound, never ``-inf`` or a negative one.
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance whose ``weighted_cost`` (prior times loss, N x K) is bounded.
+
+    Returns
+    -------
+    float
+        The bound.
+    """
+    return float(instance.weighted_cost.min(axis=1).sum())
 
 
 @dataclass(frozen=True)

@@ -220,8 +220,9 @@ def solve_l1_highs(
     """HiGHS on the LP (vertex solution by simplex) or the MIP; returns (x, status, objective)."""
     import highspy
 
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    from dpmodels.core.highs import new_highs
+
+    h = new_highs()  # output off, and HiGHS's banner kept off our stdout
     if simplex and not integer:
         h.setOptionValue("solver", "simplex")
     if time_limit is not None:
