@@ -26,7 +26,7 @@ from .benders_master import LazyRows, Master, _master_bound, _solve_master, buil
 from .benders_recovery import Candidate, Recovery, certified_candidate
 from .benders_subproblems import BlockOutcome, Subproblem, TimeUp, build_subproblems, solve_block
 from .data import MDPInstance, Partition
-from .lp import INF
+from .lp import INF, assignment_bound
 from .mechanism import exponential_mechanism
 
 __all__ = ["BendersResult", "benders"]
@@ -146,7 +146,8 @@ def benders(
     """
     _check(instance, gap_type, stabilize, recovery)
     run = _setup(instance, part, gap, gap_type, init_cuts, max_coeff, max_init_rows, opt_tol, stabilize, recovery)
-    deadline = None if time_limit is None else time.time() + time_limit
+    # one clock from the start of the setup: the loop's check and the HiGHS solves' deadline agree
+    deadline = None if time_limit is None else time.time() + time_limit - (time.perf_counter() - run.start)
     for sub in run.subs:
         sub.deadline = deadline
     status = "max_iter"
@@ -197,6 +198,7 @@ def _setup(instance, part, gap, gap_type, init_cuts, max_coeff, max_init_rows, o
     search = Recovery.uniform(len(y_order), instance.K) if recovery == "segment" else None
     run = _Run(instance, y_order, subs, master, lazy, w_caps, core, search, opt_tol, gap, gap_type, start)
     run.kelley = core is None
+    run.lb = assignment_bound(instance)  # certified before any master solve (>= 0): never -inf at a time limit
     run.build_s = time.perf_counter() - start
     return run
 

@@ -1,8 +1,8 @@
 """What the metric-DP family shows the ``dpmodels`` command: ``compare``, ``bench`` and ``release mdp``.
 
-The library functions live in ``compare.py``, ``bench.py`` and ``release.py``; this module
-only declares their arguments and calls them (the shared tail is :mod:`dpmodels.core.commands`;
-``release mdp`` is declared in :mod:`.release_command`).  The
+The library functions live in ``compare.py``, ``bench.py``, ``bench_sweep.py`` and ``release.py``;
+this module declares the commands (standard options from :mod:`dpmodels.core.options`, the runner
+:mod:`dpmodels.core.runner`) and returns their tables; ``release mdp`` is :mod:`.release_command`.  The
 comparison's default is a small grid (8 x 10 cells, K = 20, eps = 1/km) that every method
 answers in seconds, each capped at ``--time-limit`` 20 s; the paper's scale is behind flags
 (``--instance mdp/paper-grid --blocks 25 --time-limit 300``, or ``dpmodels bench mdp``).
@@ -12,22 +12,12 @@ from __future__ import annotations
 
 import argparse
 
-from dpmodels.core.commands import (
-    Command,
-    Family,
-    add_executor,
-    add_outputs,
-    add_progress,
-    add_solver_option,
-    positive_float,
-    positive_int,
-    report_written,
-)
+from dpmodels.core import options as std
+from dpmodels.core.commands import Command, Family, add_solver_option, positive_float, positive_int
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.options import LazyHelp, Names, one_of
+from dpmodels.core.runner import Result, experiment
 from dpmodels.core.settings import parse_settings
-
-from .partition import PARTITIONERS
-from .release_command import release_arguments, run_release_command
 
 __all__ = ["FAMILY"]
 
@@ -44,6 +34,7 @@ SHOWN = (
     "bound",
     "iterations",
     "seconds",
+    "compile s",
     "exactly mDP",
     "max privacy loss / eps",
     "loss vs exponential mechanism %",
@@ -52,28 +43,21 @@ SHOWN = (
 COMPARE_METHODS = ("full LP simplex", "structured IPM", "Benders k-m-DV", "exponential mechanism")
 
 
+#: Names the options take, declared by the family's modules (read when checked or shown).
+METHODS = Names("dpmodels.metricdp.compare", "METHODS")
+PARTITIONERS = Names("dpmodels.metricdp.partition", "PARTITIONERS")
+SWEEP_METHODS = Names("dpmodels.metricdp.bench_sweep", "SWEEP_METHODS")
+
+
 # ---------------------------------------------------------------------- compare
 def _compare_arguments(p: argparse.ArgumentParser) -> None:
-    from .compare import METHODS
-
-    p.add_argument(
-        "--instance",
-        default=COMPARE_INSTANCE,
-        help="mdp/grid, mdp/paper-grid (the paper's N = 500, K = 100: use --blocks 25), mdp/gaussian, mdp/road-like",
-    )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="generator option, e.g. --set rows=20 --set cols=25 --set K=100 --set epsilon=1 (repeatable; "
-        f"default for the built-in instance: {' '.join(f'{k}={v}' for k, v in COMPARE_SETTINGS.items())})",
-    )
     p.add_argument(
         "--methods",
         nargs="+",
+        type=one_of(METHODS, "method"),
         default=list(COMPARE_METHODS),
-        help="any of: " + ", ".join(f"'{m}'" for m in METHODS),
+        metavar="METHOD",
+        help=LazyHelp(lambda: "any of: " + ", ".join(f"'{m}'" for m in METHODS())),
     )
     p.add_argument("--blocks", type=positive_int, default=4, help="M, the Benders blocks (the paper: 25 for N = 500)")
     add_solver_option(p, "mdp_benders", "gap", help_extra="; the IPM stops at the same gap")
@@ -83,19 +67,24 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="iteration cap of Benders and the structured IPM (default: their declared max_iter, 500 and 100)",
     )
-    p.add_argument(
-        "--time-limit",
-        type=positive_float,
-        default=20.0,
-        help="seconds per method, a cap (the built-in grid needs a few; the paper-scale runs: 300)",
-    )
     p.add_argument("--partitions", action="store_true", help="also print the partition table (Tables 1-2)")
     p.add_argument(
         "--utility", type=positive_float, nargs="*", metavar="EPS", help="epsilons of a privacy-utility sweep (Fig. 7)"
     )
-    add_executor(p, "the Benders subproblems")
-    add_outputs(p, csv="the comparison, one row per method", plot="the bound trajectories of Benders and the IPM")
-    add_progress(p)
+
+
+COMPARE_OPTIONS = (
+    std.instance(
+        COMPARE_INSTANCE,
+        "mdp/grid, mdp/paper-grid (the paper's N = 500, K = 100: use --blocks 25), mdp/gaussian, mdp/road-like",
+    ),
+    std.settings(
+        "generator option, e.g. --set rows=20 --set cols=25 --set K=100 --set epsilon=1 (repeatable; "
+        f"default for the built-in instance: {' '.join(f'{k}={v}' for k, v in COMPARE_SETTINGS.items())})"
+    ),
+    std.time_limit(20.0, "seconds per method, a cap (the built-in grid needs a few; the paper-scale runs: 300)"),
+    std.executor("the Benders subproblems"),
+)
 
 
 def _load(args):
@@ -105,20 +94,12 @@ def _load(args):
     return instances.from_settings(args.instance, parse_settings(args.set), defaults)
 
 
-def _run_compare(args) -> int:
-    from .compare import METHODS, compare_mdp, partition_table, plot_bounds, privacy_utility
+def _run_compare(args) -> Result:
+    from .compare import compare_mdp, partition_table, plot_bounds, privacy_utility
 
-    unknown = [m for m in args.methods if m not in METHODS]
-    if unknown:
-        raise DataValidationError("--methods", f"unknown {unknown}; choose from {list(METHODS)}")
     data = _load(args)
-    print(
-        f"instance: {data.name}  N = {data.N}  K = {data.K}  eps = {data.epsilon}  eta = {data.eta}  "
-        f"neighbouring pairs = {data.graph.n_pairs}"
-    )
     if args.blocks > data.N:
         raise DataValidationError("--blocks", f"must be at most N = {data.N}, got {args.blocks}")
-    progress = not args.no_progress
     table, histories = compare_mdp(
         data,
         args.methods,
@@ -127,37 +108,35 @@ def _run_compare(args) -> int:
         args.time_limit,
         executor=args.executor,
         max_iter=args.max_iter,
-        progress=progress,
+        progress=args.progress,
     )
-    print("\nexpected loss of each mechanism (objective), certified lower bound, audit (all columns: --csv):")
-    print(table[[c for c in SHOWN if c in table.columns]].to_string(index=False))
+    report = [
+        f"instance: {data.name}  N = {data.N}  K = {data.K}  eps = {data.epsilon}  eta = {data.eta}  "
+        f"neighbouring pairs = {data.graph.n_pairs}",
+        "\nexpected loss of each mechanism (objective), certified lower bound, audit (all columns: --csv):",
+        table[[c for c in SHOWN if c in table.columns]],
+    ]
     if args.partitions:
-        print("\npartitions (mean ± 1.96 sd over 3 seeds):")
-        print(partition_table(data, args.blocks).to_string(index=False))
+        report += ["\npartitions (mean ± 1.96 sd over 3 seeds):", partition_table(data, args.blocks)]
     if args.utility:
-        print("\nprivacy-utility (expected loss):")
-        print(privacy_utility(data, args.utility, progress=progress).to_string(index=False))
-    if args.csv:
-        table.to_csv(args.csv, index=False)
-        report_written(args.csv)
-    if args.plot:
-        if histories:
-            optimum = table.loc[table.method.str.startswith("full LP"), "objective"].dropna()
-            plot_bounds(histories, args.plot, float(optimum.iloc[0]) if len(optimum) else None)
-            report_written(args.plot)
-        else:
-            print(f"no iterative method ran (Benders, structured IPM): {args.plot} not written")
-    return 0
+        report += ["\nprivacy-utility (expected loss):", privacy_utility(data, args.utility, progress=args.progress)]
+    figure = None
+    if histories:
+        optimum = table.loc[table.method.str.startswith("full LP"), "objective"].dropna()
+        best = float(optimum.iloc[0]) if len(optimum) else None
+        figure = lambda path: plot_bounds(histories, path, best)  # noqa: E731
+    return Result(table, report, figure=figure)
 
 
 # ---------------------------------------------------------------------- bench
 def _bench_arguments(p: argparse.ArgumentParser) -> None:
-    from .bench_sweep import SWEEP_METHODS
-
-    p.add_argument("--epsilon", type=positive_float, nargs="+", default=[10.0, 1.0], help="per-km budgets")
     p.add_argument("--blocks", type=positive_int, nargs="+", default=[25], help="Benders partitions to try (M)")
-    p.add_argument("--partitioner", default="k-m-DV", choices=list(PARTITIONERS), help="partitioner of Benders")
-    p.add_argument("--time-limit", type=positive_float, default=300.0, help="seconds per run")
+    p.add_argument(
+        "--partitioner",
+        default="k-m-DV",
+        type=one_of(PARTITIONERS, "partitioner"),
+        help=LazyHelp(lambda: "partitioner of Benders: " + ", ".join(PARTITIONERS())),
+    )
     p.add_argument("--rows", type=positive_int, default=20, help="grid rows (the paper: 20)")
     p.add_argument("--cols", type=positive_int, default=25, help="grid columns (the paper: 25)")
     p.add_argument("--cell-km", type=positive_float, default=1.0, help="cell spacing; 1.5 gives a 4-neighbour grid")
@@ -172,64 +151,87 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--methods",
         nargs="+",
-        choices=list(SWEEP_METHODS),
-        default=list(SWEEP_METHODS),
-        help="methods of --sweep-n",
+        type=one_of(SWEEP_METHODS, "method"),
+        default=None,
+        metavar="METHOD",
+        help=LazyHelp(lambda: "methods of --sweep-n (default all: " + " ".join(SWEEP_METHODS()) + ")"),
     )
-    p.add_argument(
-        "--repeat",
-        type=positive_int,
-        default=1,
-        help="runs of each --sweep-n measurement (each in its own child); the table shows medians and the range",
-    )
-    add_outputs(p, json="the measurements", plot="runtime vs N (with --sweep-n)")
 
 
-def _run_bench(args) -> int:
+BENCH_OPTIONS = (
+    std.epsilon([10.0, 1.0], "per-km budgets"),
+    std.time_limit(300.0, "seconds per run"),
+    std.runs(
+        None,
+        "with --sweep-n: runs of each measurement, each in its own child; the table shows medians and the "
+        "range (default 1)",
+    ),
+)
+
+
+def _run_bench(args) -> Result:
     if args.sweep_n:
         return _run_sweep(args)
     if args.plot:
         raise DataValidationError("--plot", "is the runtime-vs-N plot of --sweep-n; give --sweep-n")
-    if args.repeat != 1:
-        raise DataValidationError("--repeat", "repeats the runs of --sweep-n; give --sweep-n")
+    for flag in ("runs", "methods"):
+        if getattr(args, flag) is not None:
+            raise DataValidationError(f"--{flag}", "applies to the runs of --sweep-n; give --sweep-n")
     from .bench import run_bench
 
     cells = args.rows * args.cols
     too_many = [m for m in args.blocks if m > cells]
     if too_many:
         raise DataValidationError("--blocks", f"must be at most rows x cols = {cells}, got {too_many}")
-    run_bench(
-        args.epsilon, args.blocks, args.partitioner, args.time_limit, args.rows, args.cols, args.json, args.cell_km
-    )
-    return 0
+    return run_bench(args.epsilon, args.blocks, args.partitioner, args.time_limit, args.rows, args.cols, args.cell_km)
 
 
-def _run_sweep(args) -> int:
+def _run_sweep(args) -> Result:
     from .bench_sweep import grid_shape, run_sweep
 
     for n in args.sweep_n:
         grid_shape(n)  # a size that is no grid fails here, before any run
-    run_sweep(args.sweep_n, args.epsilon, args.methods, args.time_limit, args.json, args.plot, args.repeat)
-    return 0
+    methods = args.methods or SWEEP_METHODS()
+    return run_sweep(args.sweep_n, args.epsilon, methods, args.time_limit, args.runs or 1)
+
+
+# ---------------------------------------------------------------------- release (in .release_command)
+def _release_arguments(p: argparse.ArgumentParser) -> None:
+    from .release_command import release_arguments
+
+    release_arguments(p)
+
+
+def _run_release(args) -> int:
+    from .release_command import run_release_command
+
+    return run_release_command(args)
 
 
 FAMILY = Family(
     name="mdp",
     package="dpmodels.metricdp",
     summary="metric DP: the perturbation LP, Benders over partitions, a structured interior point",
-    compare=Command(
+    compare=experiment(
         "metric DP: full LP vs structured IPM vs Benders (partitioners) vs the exponential mechanism",
-        _compare_arguments,
         _run_compare,
+        options=COMPARE_OPTIONS,
+        arguments=_compare_arguments,
+        table="the comparison, one row per method",
+        plot="the bound trajectories of Benders and the IPM",
     ),
-    bench=Command(
+    bench=experiment(
         "paper-scale grid: full LP vs structured IPM vs Benders at eps = 10/km and 1/km",
-        _bench_arguments,
         _run_bench,
+        options=BENCH_OPTIONS,
+        arguments=_bench_arguments,
+        table="the measurements, one row per run (with --sweep-n: per epsilon, N and method)",
+        json_help="the measurements (with --sweep-n: every run)",
+        plot="runtime vs N (with --sweep-n)",
     ),
     release=Command(
         "perturb each user's location with the optimal audited mDP mechanism (records CSV on a public grid)",
-        release_arguments,
-        run_release_command,
+        _release_arguments,
+        _run_release,
     ),
 )
