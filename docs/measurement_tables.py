@@ -36,7 +36,15 @@ def format_value(value) -> str:
         return " / ".join(format_value(v) for v in value)
     if isinstance(value, dict):
         return ", ".join(f"{k}: {format_value(v)}" for k, v in value.items())
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return _text(str(value))
+
+
+def _text(text: str, limit: int = 200) -> str:
+    """A string as one cell: its last non-empty line (an error's message), at most ``limit`` long."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()] or [""]
+    line = lines[-1] if len(lines) > 1 else lines[0]
+    line = line if len(line) <= limit else line[: limit - 3] + "..."
+    return line.replace("|", "\\|")
 
 
 def _is_records(value) -> bool:
@@ -49,7 +57,7 @@ def _row(cells) -> str:
 
 def _records_table(records: list[dict]) -> list[str]:
     columns = list(dict.fromkeys(key for record in records for key in record))
-    lines = [_row(columns), _row(["---"] * len(columns))]
+    lines = [_row(_text(c) for c in columns), _row(["---"] * len(columns))]
     lines += [_row(format_value(record.get(c)) for c in columns) for record in records]
     return lines
 
@@ -75,7 +83,7 @@ def render_part(title: str, value, level: int = 3) -> str:
     scalars = {k: v for k, v in value.items() if k not in nested}
     if scalars:
         lines += [_row(["quantity", "value"]), _row(["---", "---"])]
-        lines += [_row([str(k), format_value(v)]) for k, v in scalars.items()]
+        lines += [_row([_text(str(k)), format_value(v)]) for k, v in scalars.items()]
         lines.append("")
     parts = [render_part(f"{title}: {k}", v, min(level + 1, 6)) for k, v in nested.items()]
     return "\n".join(lines) + "\n" + "\n".join(parts)
