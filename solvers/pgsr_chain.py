@@ -1,12 +1,12 @@
 """``pgsr_chain``: the corrected PGSR Model 3 solved exactly by the chain DP M_c^ch (spec 4.6).
 
-A short adapter: the algorithm is :func:`dpmodels.pgsr.chain_dp.solve_chain`.
+A short adapter: the algorithm is :func:`dpmodels.pgsr.algorithms.chain.solve_chain`.
 """
 
 from __future__ import annotations
 
 from dpmodels.core.errors import InfeasibleDomainError, ModelStructureError
-from dpmodels.pgsr.chain_dp import solve_chain
+from dpmodels.pgsr.algorithms.chain import solve_chain
 from dpmodels.pgsr.domains import chain_infeasibility
 
 from .base import StructureSolver, converged

@@ -7,7 +7,7 @@ region is ``clip(PAVA(noisy), 0, G)`` (spec 3.6).
 de-cumulated, becomes the input of the M_H^dp dynamic program.  It returns a feasible
 solution of Model 2 but not its optimum (the paper's Model 2 has no known polynomial
 algorithm), so its results say ``feasible``, not ``optimal``, in both Pyomo APIs.  The
-algorithms are in :mod:`dpmodels.pgsr.cumulative_dp`; this module adapts them to Pyomo.
+algorithms are in :mod:`dpmodels.pgsr.algorithms.cumulative`; this module adapts them to Pyomo.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from pyomo.contrib.solver.common.results import TerminationCondition
 
-from dpmodels.pgsr.cumulative_dp import solve_cumulative_dp, solve_isotonic
+from dpmodels.pgsr.algorithms.cumulative import solve_cumulative_dp, solve_isotonic
 from dpmodels.pgsr.data import cumulative
 
 from .base import StructureSolution, StructureSolver, converged

@@ -1,16 +1,16 @@
 """``pgsr_dp``: PGSR Model 1 solved exactly by the M_H^dp dynamic program (spec 4.2).
 
-A short adapter: by default the algorithm is :func:`dpmodels.pgsr.window_dp.solve_exact` (the
+A short adapter: by default the algorithm is :func:`dpmodels.pgsr.algorithms.window.solve_exact` (the
 optimum certified from windows around the relaxation, whatever the domain width);
-``method="tables"`` runs the paper's table DP :func:`dpmodels.pgsr.dp.solve_hierarchical`.
+``method="tables"`` runs the paper's table DP :func:`dpmodels.pgsr.algorithms.hierarchical.solve_hierarchical`.
 """
 
 from __future__ import annotations
 
 from pyomo.common.config import In
 
-from dpmodels.pgsr.dp import solve_hierarchical
-from dpmodels.pgsr.window_dp import solve_exact
+from dpmodels.pgsr.algorithms.hierarchical import solve_hierarchical
+from dpmodels.pgsr.algorithms.window import solve_exact
 
 from ._adapters import model1_feasible, model1_solution
 from .base import Option, StructureSolver

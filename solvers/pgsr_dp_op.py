@@ -1,11 +1,11 @@
 """``pgsr_dp_op``: PGSR Model 1 solved exactly by M_dp^OP, the DP with per-value Model 4 solves.
 
-A short adapter: the algorithm is :func:`dpmodels.pgsr.dp_op.solve_hierarchical_op`.
+A short adapter: the algorithm is :func:`dpmodels.pgsr.algorithms.op.solve_hierarchical_op`.
 """
 
 from __future__ import annotations
 
-from dpmodels.pgsr.dp_op import solve_hierarchical_op
+from dpmodels.pgsr.algorithms.op import solve_hierarchical_op
 
 from ._adapters import model1_feasible, model1_solution
 from .base import StructureSolver

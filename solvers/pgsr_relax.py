@@ -1,6 +1,6 @@
 """``pgsr_relax``: PGSR Model 1-R (the continuous relaxation of Model 1) by demand functions.
 
-A short adapter: the algorithm is :func:`dpmodels.pgsr.relaxation.relaxed_values` (every node's
+A short adapter: the algorithm is :func:`dpmodels.pgsr.algorithms.relaxation.relaxed_values` (every node's
 demand as a piecewise linear function of the price, bottom-up; the root price that splits ``G``;
 prices top-down).  It needs no iterations and no tolerance: its answer is the optimum up to
 floating-point rounding, about 0.6 s on the census shape (3.2 million variables), where a QP
@@ -9,7 +9,7 @@ solver first needs a Pyomo model of that size.
 
 from __future__ import annotations
 
-from dpmodels.pgsr.relaxation import relaxed_values
+from dpmodels.pgsr.algorithms.relaxation import relaxed_values
 
 from ._adapters import model1_feasible
 from .base import StructureSolver, converged

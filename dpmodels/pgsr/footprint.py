@@ -25,7 +25,7 @@ M_dp^OP                    32 MB at 300 cells (one sub-model at a time)  128 KiB
 
 The chain DP of M_c^ch also keeps two rolling tables as wide as the widest truncated chain domain
 (at most ``2 delta + 1`` values of 8 bytes with ``delta = 3 ceil(2 lambda^2)``), and only while
-all its tables hold at most ``chain_dp.TABLE_BUDGET`` entries (else it runs PAVA).
+all its tables hold at most ``algorithms.chain.TABLE_BUDGET`` entries (else it runs PAVA).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.noise import as_epsilon, truncation_delta
 
-from .chain_dp import TABLE_BUDGET
+from .algorithms.chain import TABLE_BUDGET
 from .sensitivity import level_sensitivity, validate_z_max
 
 __all__ = ["estimate_release_bytes", "FIXED_BYTES", "BYTES_PER_CELL"]

@@ -46,10 +46,10 @@ from dpmodels.core.marker import get_marker
 from dpmodels.core.noise import as_epsilon, noisy_integers
 from dpmodels.core.randomness import describe, make_rng
 
+from .algorithms.relaxation import relaxed_values
 from .data import GroupSizeData, NoisyGroupSizes, chain_cumulative, cumulative
 from .domains import resolve_domains
 from .models import build_cumulative_qip, build_hierarchical_qip, released_counts
-from .relaxation import relaxed_values
 from .sensitivity import NEIGHBOURS, level_sensitivity
 
 __all__ = [
@@ -235,7 +235,7 @@ def post_hierarchical_dp(noisy, domains="truncated", method="windows") -> Releas
     """M_H^dp: the exact optimum of Model 1 on ``domains``.
 
     ``method="windows"`` (default) certifies it from windows around the relaxation, at a cost that
-    does not grow with the domain (:mod:`.window_dp`); ``"tables"`` is the paper's TableMerge DP.
+    does not grow with the domain (:mod:`.algorithms.window`); ``"tables"`` is the paper's TableMerge DP.
     """
     sol = _hierarchical_solver(method)(noisy, domains, on_infeasible="widen")
     return Release(sol.counts, "optimal", sol.objective, 0.0, "pgsr_dp", sol.info)
@@ -243,8 +243,8 @@ def post_hierarchical_dp(noisy, domains="truncated", method="windows") -> Releas
 
 def _hierarchical_solver(method: str):
     """The exact Model 1 solver called ``method`` (see :func:`post_hierarchical_dp`)."""
-    from .dp import solve_hierarchical
-    from .window_dp import solve_exact
+    from .algorithms.hierarchical import solve_hierarchical
+    from .algorithms.window import solve_exact
 
     solvers = {"windows": solve_exact, "tables": solve_hierarchical}
     if method not in solvers:
@@ -255,7 +255,7 @@ def _hierarchical_solver(method: str):
 @_timed
 def post_hierarchical_dp_op(noisy, domains="truncated", subsolver="highs") -> Release:
     """M_dp^OP: the same DP with one Model 4 solve per table entry."""
-    from .dp_op import solve_hierarchical_op
+    from .algorithms.op import solve_hierarchical_op
 
     sol = solve_hierarchical_op(noisy, domains, on_infeasible="widen", subsolver=subsolver)
     return Release(sol.counts, "optimal", sol.objective, 0.0, "pgsr_dp_op", sol.info)
@@ -280,7 +280,7 @@ def post_cumulative_relaxed(noisy, solver="clarabel", domains="truncated", time_
 @_timed
 def post_cumulative_dp(noisy, domains="truncated") -> Release:
     """M_c^dp: Algorithm 2 (isotonic step, rounding, then the DP)."""
-    from .cumulative_dp import solve_cumulative_dp
+    from .algorithms.cumulative import solve_cumulative_dp
 
     sol = solve_cumulative_dp(noisy, domains)
     return Release(sol.counts, "feasible", sol.objective, 0.0, "pgsr_cdp", sol.info)
@@ -289,7 +289,7 @@ def post_cumulative_dp(noisy, domains="truncated") -> Release:
 @_timed
 def post_chain(noisy, domains="truncated") -> Release:
     """M_c^ch: the corrected Model 3 by the chain DP."""
-    from .chain_dp import solve_chain
+    from .algorithms.chain import solve_chain
 
     sol = solve_chain(noisy, domains, on_infeasible="widen")
     return Release(sol.counts, "optimal", sol.objective, 0.0, "pgsr_chain", sol.info)
@@ -298,7 +298,7 @@ def post_chain(noisy, domains="truncated") -> Release:
 @_timed
 def post_topdown(noisy) -> Release:
     """TopDown (the paper's baseline): simplex projections and largest-remainder roundings, top down."""
-    from .topdown_baseline import solve_topdown_baseline
+    from .algorithms.topdown_baseline import solve_topdown_baseline
 
     sol = solve_topdown_baseline(noisy)
     return Release(sol.counts, "feasible", sol.objective, 0.0, "topdown_baseline", sol.info)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .chain_dp import solve_chain
-from .cumulative_dp import solve_cumulative_dp
+from .algorithms.chain import solve_chain
+from .algorithms.cumulative import solve_cumulative_dp
+from .algorithms.hierarchical import solve_hierarchical
+from .algorithms.window import solve_exact
 from .data import NoisyGroupSizes
-from .dp import solve_hierarchical
 from .mechanism import measure
-from .window_dp import solve_exact
 
 __all__ = ["warm_up"]
 

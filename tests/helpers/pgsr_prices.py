@@ -1,7 +1,7 @@
 """Model 1 by prices instead of tables: a slow, independent test oracle (pure Python, integer noise).
 
 A third exact method beside brute force and the table DP, built on a different principle from
-the product's window solver (:mod:`dpmodels.pgsr.window_dp`), which the tests check against it.
+the product's window solver (:mod:`dpmodels.pgsr.algorithms.window`), which the tests check against it.
 
 The DP tree's objective is a laminar convex function (each node's cost is convex in the sum of
 the leaves below it), so its cost tables are convex (spec Theorem 3) and a node is described by

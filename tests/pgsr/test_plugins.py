@@ -14,12 +14,12 @@ from pyomo.contrib.solver.common.util import NoOptimalSolutionError
 from dpmodels.core.errors import InfeasibleDomainError, ModelStructureError
 from dpmodels.core.relax import relax_integer_vars
 from dpmodels.pgsr import models as M
-from dpmodels.pgsr.chain_dp import chain_tables, solve_chain
-from dpmodels.pgsr.cumulative_dp import solve_cumulative_dp, solve_isotonic
+from dpmodels.pgsr.algorithms.chain import chain_tables, solve_chain
+from dpmodels.pgsr.algorithms.cumulative import solve_cumulative_dp, solve_isotonic
+from dpmodels.pgsr.algorithms.hierarchical import hierarchical_tables, solve_hierarchical, table_merge
+from dpmodels.pgsr.algorithms.op import solve_hierarchical_op
 from dpmodels.pgsr.data import NoisyGroupSizes, chain_cumulative, chain_order, cumulative
 from dpmodels.pgsr.domains import Domains
-from dpmodels.pgsr.dp import hierarchical_tables, solve_hierarchical, table_merge
-from dpmodels.pgsr.dp_op import solve_hierarchical_op
 
 
 def noisy_counts(data, values, G=None):

@@ -8,11 +8,11 @@ from pgsr_oracles import brute_force, consistent, small_instances
 from pgsr_prices import solve_by_prices
 
 from dpmodels.core.errors import DataValidationError
+from dpmodels.pgsr.algorithms.hierarchical import solve_hierarchical
+from dpmodels.pgsr.algorithms.window import solve_exact
 from dpmodels.pgsr.data import NoisyGroupSizes
 from dpmodels.pgsr.domains import resolve_domains
-from dpmodels.pgsr.dp import solve_hierarchical
 from dpmodels.pgsr.mechanism import measure
-from dpmodels.pgsr.window_dp import solve_exact
 
 
 @given(small_instances())

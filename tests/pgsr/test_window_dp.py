@@ -11,13 +11,13 @@ from pgsr_oracles import brute_force, consistent, small_instances
 from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.core.facade import solve
 from dpmodels.core.relax import relax_integer_vars
+from dpmodels.pgsr.algorithms.hierarchical import solve_hierarchical
+from dpmodels.pgsr.algorithms.relaxation import relaxed_values
+from dpmodels.pgsr.algorithms.window import _window_optimum, exchange_gain, solve_exact, window_domains
 from dpmodels.pgsr.data import NoisyGroupSizes
 from dpmodels.pgsr.domains import resolve_domains
-from dpmodels.pgsr.dp import solve_hierarchical
 from dpmodels.pgsr.mechanism import measure
 from dpmodels.pgsr.models import build_hierarchical_qip
-from dpmodels.pgsr.relaxation import relaxed_values
-from dpmodels.pgsr.window_dp import _window_optimum, exchange_gain, solve_exact, window_domains
 
 
 @st.composite

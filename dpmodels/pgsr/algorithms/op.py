@@ -1,9 +1,9 @@
 """M_dp^OP, the DP whose node costs come from optimization sub-models.
 
-The same bottom-up/top-down DP as :mod:`dpmodels.pgsr.dp`, but every ``phi_s^r(v)`` is the optimum of
-Model 4 (:func:`~dpmodels.pgsr.models.build_node_subproblem`) solved by a MILP solver, one
-solve per ``(r, s, v)`` (Theorem 2: ``O(|R| N |D|)`` sub-problems).  It exists to measure
-what TableMerge saves; use it on small instances only.
+The same bottom-up/top-down DP as :mod:`dpmodels.pgsr.algorithms.hierarchical`, but every
+``phi_s^r(v)`` is the optimum of Model 4 (:func:`~dpmodels.pgsr.models.build_node_subproblem`)
+solved by a MILP solver, one solve per ``(r, s, v)`` (Theorem 2: ``O(|R| N |D|)`` sub-problems).
+It exists to measure what TableMerge saves; use it on small instances only.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import time
 import numpy as np
 from pyomo.contrib.solver.common.factory import SolverFactory
 
-from .data import NoisyGroupSizes
-from .domains import hierarchical_feasible_interval, resolve_domains
-from .dp import HierarchicalSolution
-from .models import build_node_subproblem
+from ..data import NoisyGroupSizes
+from ..domains import hierarchical_feasible_interval, resolve_domains
+from ..models import build_node_subproblem
+from .hierarchical import HierarchicalSolution
 
 __all__ = ["solve_hierarchical_op"]
 

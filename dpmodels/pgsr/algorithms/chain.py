@@ -18,9 +18,9 @@ import numpy as np
 
 from dpmodels.core.errors import DataValidationError
 
+from ..data import NoisyGroupSizes, chain_decumulate, chain_order
+from ..domains import Domains, chain_feasible_interval, chain_infeasibility, chain_links, resolve_domains
 from . import kernels
-from .data import NoisyGroupSizes, chain_decumulate, chain_order
-from .domains import Domains, chain_feasible_interval, chain_infeasibility, chain_links, resolve_domains
 
 __all__ = ["ChainSolution", "solve_chain", "chain_tables", "TABLE_BUDGET"]
 

@@ -1,11 +1,11 @@
 """Exact Model 1 on any domain, full ``[0, G]`` included, at a cost that does not grow with it.
 
-Issue 14.  The table DP (:mod:`dpmodels.pgsr.dp`) stores every internal node's cost on its whole
+Issue 14.  The table DP (:mod:`dpmodels.pgsr.algorithms.hierarchical`) stores every internal node's cost on its whole
 domain, so its work grows with the domain width (``delta`` ~ 1/eps^2 truncated, ``G`` full).
 This solver needs tables only where the optimum can be:
 
 1. **Centre.**  Solve the continuous relaxation exactly by demand functions
-   (:mod:`dpmodels.pgsr.relaxation`; about two breakpoints per leaf, no domain tables).
+   (:mod:`dpmodels.pgsr.algorithms.relaxation`; about two breakpoints per leaf, no domain tables).
 2. **Window.**  Run the table DP on windows ``[floor(x_R) - w, ceil(x_R) + w]`` of every node,
    intersected with its domain (``w = 2`` at first): tables of width ``2 w + 2``.
 3. **Certify.**  Model 1 is a *laminar convex* function of the leaf cells (every cost is a convex
@@ -32,10 +32,10 @@ from numba import njit, prange
 
 from dpmodels.core.errors import DataValidationError
 
+from ..data import NoisyGroupSizes
+from ..domains import Domains, hierarchical_infeasibility, resolve_domains
 from . import kernels
-from .data import NoisyGroupSizes
-from .domains import Domains, hierarchical_infeasibility, resolve_domains
-from .dp import HierarchicalSolution, hierarchical_tables
+from .hierarchical import HierarchicalSolution, hierarchical_tables
 from .relaxation import relaxed_values
 
 __all__ = ["solve_exact", "exchange_gain", "window_domains"]
@@ -54,7 +54,7 @@ def solve_exact(
 ) -> HierarchicalSolution:
     """Certified exact optimum of Model 1 on ``domains`` (``"full"`` by default: no truncation).
 
-    Same contract as :func:`dpmodels.pgsr.dp.solve_hierarchical`; ``info`` adds the windows
+    Same contract as :func:`dpmodels.pgsr.algorithms.hierarchical.solve_hierarchical`; ``info`` adds the windows
     tried, the certificate (best exchange gain, >= 0 proves optimality) and the step times.
     ``centre`` (regions x sizes) replaces the relaxed optimum as the windows' centre, e.g. a
     previous solution: a poor centre costs wider windows, never exactness.

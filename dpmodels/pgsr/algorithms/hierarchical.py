@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..data import NoisyGroupSizes
+from ..domains import Domains, hierarchical_feasible_interval, resolve_domains
 from . import kernels
-from .data import NoisyGroupSizes
-from .domains import Domains, hierarchical_feasible_interval, resolve_domains
 
 __all__ = ["CostTables", "HierarchicalSolution", "solve_hierarchical", "hierarchical_tables", "table_merge"]
 
@@ -65,7 +65,7 @@ class CostTables:
     argmin: np.ndarray
 
     def kernel_state(self, noisy: NoisyGroupSizes) -> tuple:
-        """The tuple the compiled kernels take (see :mod:`dpmodels.pgsr.kernels`)."""
+        """The tuple the compiled kernels take (see :mod:`dpmodels.pgsr.algorithms.kernels`)."""
         return (noisy.hierarchy.is_leaf, noisy.values, self.lo, self.hi, self.offset, self.tables, self.argmin)
 
     def table(self, r: int, s: int, is_leaf: bool, noisy: np.ndarray) -> tuple[int, np.ndarray]:

@@ -15,7 +15,7 @@ right of the last point (the smallest price at the upper bound).  A node with ``
 has at most ``2 k + 2 * (internal nodes below)`` breakpoints, whatever the domain width.
 Top-down, the root price splits ``G`` over the sizes and every node passes the price its
 children see, ``q = p - 2 (x - a)``, down the tree.  Floating point throughout: the result
-centres the exact solver's windows (:mod:`dpmodels.pgsr.window_dp`), which certifies its own
+centres the exact solver's windows (:mod:`dpmodels.pgsr.algorithms.window`), which certifies its own
 answer, so nothing here has to be exact.
 """
 

@@ -19,11 +19,11 @@ import numpy as np
 
 from dpmodels.core.errors import DataValidationError
 
+from ..data import NoisyGroupSizes, cumulative, decumulate
+from ..domains import Domains
 from . import kernels
-from .data import NoisyGroupSizes, cumulative, decumulate
-from .domains import Domains
-from .dp import solve_hierarchical
-from .window_dp import solve_exact
+from .hierarchical import solve_hierarchical
+from .window import solve_exact
 
 __all__ = ["solve_isotonic", "CumulativeSolution", "solve_cumulative_dp"]
 
@@ -54,7 +54,7 @@ def solve_cumulative_dp(
     The DP's domains are built around the pre-processed counts with the cumulative noise
     scale (spec 4.5: the smaller noise gives smaller domains).  ``objective`` is Model 2's
     objective at the released solution.  The DP stage is exact Model 1 either way: ``method``
-    ``"windows"`` (certified windows, :mod:`.window_dp`) or ``"tables"`` (the paper's table DP).
+    ``"windows"`` (certified windows, :mod:`.window`) or ``"tables"`` (the paper's table DP).
     """
     if method not in ("windows", "tables"):
         raise DataValidationError("method", f"must be 'windows' or 'tables', got {method!r}")

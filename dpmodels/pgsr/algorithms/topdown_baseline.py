@@ -31,7 +31,7 @@ import numpy as np
 
 from dpmodels.topdown.tree_l2 import simplex_projection
 
-from .data import NoisyGroupSizes
+from ..data import NoisyGroupSizes
 
 __all__ = ["TopDownBaseline", "project_simplex", "largest_remainder", "solve_topdown_baseline"]
 

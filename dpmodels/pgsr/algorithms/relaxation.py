@@ -1,12 +1,12 @@
 """Model 1-R (the continuous relaxation of Model 1) by demand functions, in seconds at census scale.
 
 The relaxation's optimum is where every node's marginal cost equals the price its parent pays
-(:mod:`dpmodels.pgsr.relax_kernels` builds each node's demand bottom-up as a piecewise linear
+(:mod:`dpmodels.pgsr.algorithms.relax_kernels` builds each node's demand bottom-up as a piecewise linear
 function of the price, with about two breakpoints per leaf below it, then splits ``G`` top-down).
 Its cost grows with the number of leaves, not with the domain width ``G``.
 
 Floating point: the values are accurate to rounding, not certified.  The exact solver
-(:mod:`dpmodels.pgsr.window_dp`) only uses them to centre its search windows and certifies its
+(:mod:`dpmodels.pgsr.algorithms.window`) only uses them to centre its search windows and certifies its
 own integer answer independently.
 """
 
@@ -17,9 +17,9 @@ import numpy as np
 from dpmodels.core.errors import InfeasibleDomainError
 from dpmodels.core.hierarchy import Hierarchy
 
+from ..data import NoisyGroupSizes
+from ..domains import Domains, hierarchical_feasible_interval, hierarchical_infeasibility, resolve_domains
 from . import relax_kernels
-from .data import NoisyGroupSizes
-from .domains import Domains, hierarchical_feasible_interval, hierarchical_infeasibility, resolve_domains
 
 __all__ = ["relaxed_values", "demand_capacity"]
 
