@@ -46,8 +46,9 @@ from dpmodels.core.executors import map_tasks
 from dpmodels.core.noise import as_epsilon
 
 from .data import TopDownData
-from .driver import TopDownResult, _is_identity, topdown
+from .driver import TopDownResult, topdown
 from .mechanism import Measurements, Strategy, default_strategy, measure
+from .queries import is_identity
 from .solve import NodeOptions
 
 __all__ = [
@@ -197,7 +198,7 @@ def level_metrics(data: TopDownData, result: TopDownResult, strategy: Strategy |
     truth = data.node_histograms_all().toarray().astype(np.float64)
     released = sp.csr_matrix(result.node_counts).toarray().astype(np.float64)
     true_tot, rel_tot = truth.sum(axis=1), released.sum(axis=1)
-    marginals = [q for q in strategy.queries if not _is_identity(q.matrix, data.schema.size)]
+    marginals = [q for q in strategy.queries if not is_identity(q.matrix, data.schema.size)]
     log = result.log
     edits = data.knowledge.edits
     out = []

@@ -27,7 +27,7 @@ from dpmodels.core.hierarchy import Hierarchy
 from .data import PublicKnowledge, Schema, TopDownData, microdata
 from .mechanism import Measurements, Strategy, measure
 from .node_data import ChildSpec, NodeProblem, WeightedQuery
-from .queries import kron_query
+from .queries import is_identity, kron_query
 from .solve import NodeOptions, NodeSolution, flows_hold, solve_node
 
 __all__ = ["TopDownResult", "topdown", "run_topdown", "free_marginal", "node_problem"]
@@ -276,7 +276,7 @@ def node_problem(
         for meas in measurements.by_node[r]:
             sub = mats[meas.query][:, cells]
             rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-            ident = _is_identity(mats[meas.query], schema.size)
+            ident = is_identity(mats[meas.query], schema.size)
             queries.append(WeightedQuery(meas.query, sub[rows], meas.values[rows], 1.0 / meas.variance, ident))
         return ChildSpec(r, queries, kn.invariant_total(geo, r), kn.flow_data(geo, r))
 
@@ -293,8 +293,3 @@ def node_problem(
         raise DataValidationError("node", f"{geo.names[node]!r} is a leaf: it has no children to solve")
     cells = np.flatnonzero(parent > 0)
     return NodeProblem(cells, [spec(int(c), cells) for c in kids], parent=parent[cells], **common)
-
-
-def _is_identity(matrix, n: int) -> bool:
-    a = sp.csr_matrix(matrix)
-    return a.shape == (n, n) and a.nnz == n and bool((a.diagonal() == 1).all())

@@ -27,7 +27,7 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker
 
-from .model_blocks import _add_flows, _add_totals, _base, _check_weights, _keys, _l2_objective_terms, _relation
+from .model_blocks import add_flows, add_totals, base_model, cell_keys, check_weights, l2_objective_terms, relation
 from .node_data import NodeProblem, split_floor
 
 __all__ = [
@@ -95,16 +95,16 @@ def _failsafe_common(m, problem: NodeProblem, hist, integer: bool) -> dict[str, 
             for t in m.children
             for c, v in zip(sub.indices[lo:hi], sub.data[lo:hi], strict=True)
         )
-        return _relation(lhs, "==", float(target[z]), f"fs_marg[{z}]")
+        return relation(lhs, "==", float(target[z]), f"fs_marg[{z}]")
 
     m.fs_marg = pyo.Constraint(rows, rule=marginal_row)
-    _add_totals(m, problem, hist)
-    return {"s": list(m.cells), **_add_flows(m, problem, hist)}
+    add_totals(m, problem, hist)
+    return {"s": list(m.cells), **add_flows(m, problem, hist)}
 
 
 def _failsafe_budget(m, d_star: float) -> None:
     m.fs_budget = pyo.Constraint(
-        rule=lambda m: _relation(pyo.quicksum(m.s.values()), "<=", d_star + 1, "fs_budget"),
+        rule=lambda m: relation(pyo.quicksum(m.s.values()), "<=", d_star + 1, "fs_budget"),
         doc="phase 2: distance to the parent at most d* + 1",
     )
 
@@ -116,13 +116,13 @@ def _failsafe_child(problem: NodeProblem) -> None:
 
 def _l2_failsafe_model(problem: NodeProblem, phase: int):
     _failsafe_child(problem)
-    m = _base(problem, f"TopDown L2 failsafe phase {phase}")
+    m = base_model(problem, f"TopDown L2 failsafe phase {phase}")
     m.H = pyo.Var(m.children, m.cells, domain=pyo.NonNegativeReals)
 
     def hist(t, x):
         return m.H[t, x]
 
-    layout = {"H": _keys(problem), **_failsafe_common(m, problem, hist, integer=False)}
+    layout = {"H": cell_keys(problem), **_failsafe_common(m, problem, hist, integer=False)}
     return m, hist, layout
 
 
@@ -154,10 +154,10 @@ def build_failsafe_l2_phase2(
     problem: NodeProblem, d_star: float, *, weights: str = "inverse_variance", fingerprint: bool = True
 ) -> pyo.ConcreteModel:
     """Phase 2 of the L2 failsafe (spec 3.8): minimise the L2 objective with ``sum s <= d* + 1``."""
-    _check_weights(weights)
+    check_weights(weights)
     m, hist, layout = _l2_failsafe_model(problem, 2)
     _failsafe_budget(m, d_star)
-    m.objective = pyo.Objective(expr=_l2_objective_terms(m, problem, hist, weights), sense=pyo.minimize)
+    m.objective = pyo.Objective(expr=l2_objective_terms(m, problem, hist, weights), sense=pyo.minimize)
     payload = FailsafeL2Payload(problem, 2, float(d_star), weights)
     attach_marker(m, "topdown.failsafe_l2.phase2", payload, {"relax": True}, layout, fingerprint)
     return m
@@ -175,7 +175,7 @@ def build_failsafe_l2(
     parent (``sum s``) with the marginal over unconstrained attributes kept exact; phase 2
     minimises the L2 objective with ``sum s <= d* + 1`` (spec 3.8).  Builds
     ``topdown.failsafe_l2.phase1`` or ``.phase2``."""
-    _check_weights(weights)
+    check_weights(weights)
     if phase == 1:
         return build_failsafe_l2_phase1(problem, fingerprint=fingerprint)
     if phase == 2 and d_star is not None:
@@ -187,14 +187,14 @@ def _l1_failsafe_model(problem: NodeProblem, hstar: np.ndarray, phase: int):
     _failsafe_child(problem)
     hstar = np.asarray(hstar, dtype=np.float64).reshape(problem.m, problem.n)
     low, phi = split_floor(hstar)
-    m = _base(problem, f"TopDown L1 failsafe phase {phase}")
+    m = base_model(problem, f"TopDown L1 failsafe phase {phase}")
     m.y = pyo.Var(m.children, m.cells, domain=pyo.Binary)
     col = {int(x): j for j, x in enumerate(problem.cells)}
 
     def hist(t, x):
         return int(low[t, col[x]]) + m.y[t, x]
 
-    layout = {"y": _keys(problem), **_failsafe_common(m, problem, hist, integer=True)}
+    layout = {"y": cell_keys(problem), **_failsafe_common(m, problem, hist, integer=True)}
     if hasattr(m, "GQ"):
         for v in (m.GQ, m.F, m.CB):
             v.domain = pyo.NonNegativeIntegers if v is not m.F else pyo.Integers

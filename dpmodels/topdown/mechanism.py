@@ -48,6 +48,7 @@ __all__ = [
     "MeasurementPlan",
     "plan_measurement",
     "measure",
+    "level_unit_shares",
 ]
 
 
@@ -184,7 +185,7 @@ def plan_measurement(
     eps = as_epsilon(epsilon)
     strategy = strategy or default_strategy(data.schema)
     geo = data.geography
-    level_eps = split_budget(eps, _level_unit_shares(level_shares, geo.n_levels))
+    level_eps = split_budget(eps, level_unit_shares(level_shares, geo.n_levels))
     if noise not in ("geometric", "laplace"):
         raise DataValidationError("noise", f"must be 'geometric' or 'laplace', got {noise!r}")
     deltas = [_level_deltas(strategy, geo, lv, neighbours, records_may_leave) for lv in range(1, geo.n_levels + 1)]
@@ -306,8 +307,20 @@ def _noisy_answers(noise: str, answers: sp.spmatrix, scale: Fraction, rng) -> tu
     return truth + laplace(scale, truth.shape, rng), 2 * float(scale) ** 2
 
 
-def _level_unit_shares(level_shares, n_levels: int) -> list[Fraction]:
-    """The per-level budget shares (default uniform), exact and summing to 1."""
+def level_unit_shares(level_shares, n_levels: int) -> list[Fraction]:
+    """The per-level budget shares (default uniform), exact and summing to 1.
+
+    Parameters
+    ----------
+    level_shares : sequence of Fraction or None
+        One positive share per level, summing to 1; None for equal shares.
+    n_levels : int
+        The geography's number of levels.
+
+    Returns
+    -------
+    list of Fraction
+    """
     shares = level_shares if level_shares is not None else [Fraction(1, n_levels)] * n_levels
     if len(shares) != n_levels:
         raise DataValidationError("level_shares", f"need one share per level ({n_levels}), got {len(shares)}")

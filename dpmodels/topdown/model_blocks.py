@@ -7,7 +7,7 @@ edits and the weighted least-squares objective.  Every block takes ``hist(t, x)`
 histogram expression of child t at cell x (a variable ``H[t, x]`` in the L2 models,
 ``floor + y[t, x]`` in the roundings), so one block serves every builder.
 
-No model carries a constraint without variables: :func:`_relation` checks a row whose terms are
+No model carries a constraint without variables: :func:`relation` checks a row whose terms are
 all constants (a cell whose floors already meet its parent, an edit on inactive cells) and
 omits it; a violated one raises :class:`~dpmodels.core.errors.InfeasibleDomainError` naming it.
 """
@@ -21,15 +21,43 @@ from dpmodels.core.errors import DataValidationError, InfeasibleDomainError
 
 from .node_data import NodeProblem
 
+__all__ = [
+    "base_model",
+    "cell_keys",
+    "relation",
+    "add_flows",
+    "add_totals",
+    "add_edits",
+    "add_parent_sum",
+    "l2_objective_terms",
+    "check_weights",
+]
 
-def _base(problem: NodeProblem, title: str) -> pyo.ConcreteModel:
+
+def base_model(problem: NodeProblem, title: str) -> pyo.ConcreteModel:
+    """An empty model with the index sets ``children`` and ``cells`` of ``problem``.
+
+    Parameters
+    ----------
+    problem : NodeProblem
+        The node solve's data.
+    title : str
+        The model's name.
+    """
     m = pyo.ConcreteModel(name=title)
     m.children = pyo.RangeSet(0, problem.m - 1)
     m.cells = pyo.Set(initialize=[int(x) for x in problem.cells], ordered=True)
     return m
 
 
-def _keys(problem: NodeProblem) -> list[tuple[int, int]]:
+def cell_keys(problem: NodeProblem) -> list[tuple[int, int]]:
+    """The ``(child, cell)`` index of the histogram variables, child-major.
+
+    Parameters
+    ----------
+    problem : NodeProblem
+        The node solve's data.
+    """
     return [(t, int(x)) for t in range(problem.m) for x in problem.cells]
 
 
@@ -38,14 +66,25 @@ def _type_cells(problem: NodeProblem) -> dict[int, list[int]]:
     return {g: [int(x) for x in problem.cells[types == g]] for g in np.unique(types)}
 
 
-def _relation(lhs, op: str, rhs, row: str):
+def relation(lhs, op: str, rhs, row: str):
     """The constraint ``lhs op rhs``; ``Constraint.Skip`` when no variable is left in ``lhs``
     (rounding fixed every term, or no active cell enters the row) and the constants satisfy it.
 
     No model carries a row without variables (Pyomo would store ``Constraint.Feasible`` as a
     trivial relation, which some solver interfaces, SCIP's among them, cannot take).  A
     violated constant row means no histogram satisfies the model: ``InfeasibleDomainError``
-    names the row (``row``: component name and index).
+    names the row.
+
+    Parameters
+    ----------
+    lhs : expression or number
+        The left-hand side.
+    op : {"<=", ">=", "=="}
+        The comparison.
+    rhs : float
+        The right-hand side (a constant).
+    row : str
+        The row's component name and index, named by the error.
     """
     if not hasattr(lhs, "is_potentially_variable") or not lhs.is_potentially_variable():
         value = float(pyo.value(lhs))
@@ -61,11 +100,24 @@ def _relation(lhs, op: str, rhs, row: str):
     return {"<=": lhs <= rhs, ">=": lhs >= rhs, "==": lhs == rhs}[op]
 
 
-def _add_flows(m, problem: NodeProblem, hist) -> dict[str, list]:
+def add_flows(m, problem: NodeProblem, hist) -> dict[str, list]:
     """``NF(tau, .)`` for every child with flow data: gq_def, flow_out, flow_in, comb_pop
-    (flow lower bounds are variable bounds ``flow_lb``).  ``hist(t, x)`` is the histogram
-    expression of child t at cell x.  Returns the layout of ``GQ``, ``F`` and ``CB`` (empty
-    without flow data)."""
+    (flow lower bounds are variable bounds ``flow_lb``).
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+        The model being built (from :func:`base_model`).
+    problem : NodeProblem
+        The node solve's data.
+    hist : callable
+        ``hist(t, x)``: the histogram expression of child t at cell x.
+
+    Returns
+    -------
+    dict
+        The index of ``GQ``, ``F`` and ``CB`` (empty without flow data).
+    """
     rows = [(t, c.flows) for t, c in enumerate(problem.children) if c.flows is not None]
     if not rows:
         return {}
@@ -96,11 +148,21 @@ def _add_flows(m, problem: NodeProblem, hist) -> dict[str, list]:
     return {"GQ": gq_idx, "F": arc_idx, "CB": comb_idx}
 
 
-def _add_totals(m, problem: NodeProblem, hist) -> None:
-    """Root total, or invariant child totals not already implied by fixed flow populations."""
+def add_totals(m, problem: NodeProblem, hist) -> None:
+    """Root total, or invariant child totals not already implied by fixed flow populations.
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+        The model being built (from :func:`base_model`).
+    problem : NodeProblem
+        The node solve's data.
+    hist : callable
+        ``hist(t, x)``: the histogram expression of child t at cell x.
+    """
     if problem.parent is None:
         m.total = pyo.Constraint(
-            rule=lambda m: _relation(pyo.quicksum(hist(0, x) for x in m.cells), "==", problem.root_total, "total")
+            rule=lambda m: relation(pyo.quicksum(hist(0, x) for x in m.cells), "==", problem.root_total, "total")
         )
         return
     need = [
@@ -108,36 +170,77 @@ def _add_totals(m, problem: NodeProblem, hist) -> None:
     ]
     m.child_total = pyo.Constraint(
         need,
-        rule=lambda m, t: _relation(
+        rule=lambda m, t: relation(
             pyo.quicksum(hist(t, x) for x in m.cells), "==", problem.children[t].total, f"child_total[{t}]"
         ),
     )
 
 
-def _add_edits(m, problem: NodeProblem, hist, use: bool) -> None:
+def add_edits(m, problem: NodeProblem, hist, use: bool) -> None:
+    """The linear edits ``edit[t, j]`` on every child histogram (an empty component unless ``use``).
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+        The model being built (from :func:`base_model`).
+    problem : NodeProblem
+        The node solve's data.
+    hist : callable
+        ``hist(t, x)``: the histogram expression of child t at cell x.
+    use : bool
+        Add the edits of ``problem``.
+    """
     edits = list(problem.edits) if use else []
     idx = [(t, j) for t in range(problem.m) for j in range(len(edits))]
 
     def rule(m, t, j):
         e = edits[j]
         lhs = pyo.quicksum(float(e.coef[x]) * hist(t, x) for x in m.cells if e.coef[x] != 0)
-        return _relation(lhs, e.op, 0, f"edit[{t},{j}] ({e.name!r} on child {t})")
+        return relation(lhs, e.op, 0, f"edit[{t},{j}] ({e.name!r} on child {t})")
 
     m.edit = pyo.Constraint(idx, rule=rule, doc="linear edits on each child histogram")
 
 
-def _add_parent_sum(m, problem: NodeProblem, hist) -> None:
+def add_parent_sum(m, problem: NodeProblem, hist) -> None:
+    """``parent_sum[x]``: the children add up to the parent at every cell (none at the root).
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+        The model being built (from :func:`base_model`).
+    problem : NodeProblem
+        The node solve's data.
+    hist : callable
+        ``hist(t, x)``: the histogram expression of child t at cell x.
+    """
     if problem.parent is None:
         return
     parent = dict(zip((int(x) for x in problem.cells), problem.parent.tolist(), strict=True))
     m.parent_sum = pyo.Constraint(
         m.cells,
-        rule=lambda m, x: _relation(pyo.quicksum(hist(t, x) for t in m.children), "==", parent[x], f"parent_sum[{x}]"),
+        rule=lambda m, x: relation(pyo.quicksum(hist(t, x) for t in m.children), "==", parent[x], f"parent_sum[{x}]"),
     )
 
 
-def _l2_objective_terms(m, problem: NodeProblem, hist, weights: str):
-    """Weighted squared residuals; identity queries directly, others through ``resid`` rows."""
+def l2_objective_terms(m, problem: NodeProblem, hist, weights: str):
+    """Weighted squared residuals; identity queries directly, others through ``resid`` rows.
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+        The model being built (from :func:`base_model`).
+    problem : NodeProblem
+        The node solve's data.
+    hist : callable
+        ``hist(t, x)``: the histogram expression of child t at cell x.
+    weights : {"inverse_variance", "paper"}
+        The query weights (``"paper"``: 1).
+
+    Returns
+    -------
+    expression
+        The objective's sum of squares.
+    """
     terms, resid_rows = [], []
     cells = list(m.cells)
     for t, child in enumerate(problem.children):
@@ -158,6 +261,13 @@ def _l2_objective_terms(m, problem: NodeProblem, hist, weights: str):
     return pyo.quicksum(terms)
 
 
-def _check_weights(weights: str) -> None:
+def check_weights(weights: str) -> None:
+    """Refuse a weighting other than ``"inverse_variance"`` and ``"paper"``.
+
+    Parameters
+    ----------
+    weights : str
+        The ``weights`` option of a builder.
+    """
     if weights not in ("inverse_variance", "paper"):
         raise DataValidationError("weights", f"must be 'inverse_variance' or 'paper' (w = 1), got {weights!r}")

@@ -33,14 +33,14 @@ from dpmodels.core.marker import attach_marker, get_marker
 
 from . import failsafe_models as _failsafe_models  # noqa: F401  (registers the failsafe formulations)
 from .model_blocks import (
-    _add_edits,
-    _add_flows,
-    _add_parent_sum,
-    _add_totals,
-    _base,
-    _check_weights,
-    _keys,
-    _l2_objective_terms,
+    add_edits,
+    add_flows,
+    add_parent_sum,
+    add_totals,
+    base_model,
+    cell_keys,
+    check_weights,
+    l2_objective_terms,
 )
 from .node_data import NodeProblem, split_floor
 
@@ -86,24 +86,24 @@ def build_l2(
 ) -> pyo.ConcreteModel:
     """The L2 solve: the closest non-negative histograms to the measurements that satisfy the
     parent sums (or the root total), the flow constraints, invariant totals and edits."""
-    _check_weights(weights)
-    m = _base(problem, "TopDown L2" + (" (root)" if problem.parent is None else ""))
+    check_weights(weights)
+    m = base_model(problem, "TopDown L2" + (" (root)" if problem.parent is None else ""))
     m.H = pyo.Var(m.children, m.cells, domain=pyo.NonNegativeReals, doc="child histograms H*_t[x]")
 
     def hist(t, x):
         return m.H[t, x]
 
-    _add_parent_sum(m, problem, hist)
-    _add_totals(m, problem, hist)
-    flow_layout = _add_flows(m, problem, hist)
-    _add_edits(m, problem, hist, edits)
-    m.objective = pyo.Objective(expr=_l2_objective_terms(m, problem, hist, weights), sense=pyo.minimize)
+    add_parent_sum(m, problem, hist)
+    add_totals(m, problem, hist)
+    flow_layout = add_flows(m, problem, hist)
+    add_edits(m, problem, hist, edits)
+    m.objective = pyo.Objective(expr=l2_objective_terms(m, problem, hist, weights), sense=pyo.minimize)
     attach_marker(
         m,
         "topdown.l2",
         L2Payload(problem, weights, edits),
         {"relax": True, "weights": weights, "edits": edits},
-        {"H": _keys(problem), **flow_layout},
+        {"H": cell_keys(problem), **flow_layout},
         fingerprint,
     )
     return m
@@ -146,7 +146,9 @@ def build_l1(
     hstar = np.asarray(hstar, dtype=np.float64).reshape(problem.m, problem.n)
     low, phi = split_floor(hstar)
     rhs = _rounding_rhs(problem, low)
-    m = _base(problem, "TopDown L1 rounding" + (" (root)" if problem.parent is None else "") + (" LP" if relax else ""))
+    m = base_model(
+        problem, "TopDown L1 rounding" + (" (root)" if problem.parent is None else "") + (" LP" if relax else "")
+    )
     col = {int(x): j for j, x in enumerate(problem.cells)}
     movable = [(t, x) for t in range(problem.m) for x in m.cells if rhs is None or rhs[col[x]] > 0]
     m.y = pyo.Var(movable, domain=pyo.UnitInterval if relax else pyo.Binary, doc="round up: H = floor(H*) + y")
@@ -156,10 +158,10 @@ def build_l1(
         base = int(low[t, col[x]])
         return base + m.y[t, x] if (t, x) in ymove else base
 
-    _add_parent_sum(m, problem, hist)
-    _add_totals(m, problem, hist)
-    flow_layout = _add_flows(m, problem, hist)
-    _add_edits(m, problem, hist, edits)
+    add_parent_sum(m, problem, hist)
+    add_totals(m, problem, hist)
+    flow_layout = add_flows(m, problem, hist)
+    add_edits(m, problem, hist, edits)
     if not relax and hasattr(m, "GQ"):
         for v in (m.GQ, m.F, m.CB):
             v.domain = pyo.NonNegativeIntegers if v is not m.F else pyo.Integers

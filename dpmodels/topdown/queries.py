@@ -27,6 +27,7 @@ __all__ = [
     "grouping_matrix",
     "sensitivity",
     "level_sensitivity",
+    "is_identity",
 ]
 
 
@@ -154,3 +155,17 @@ def level_sensitivity(
         return 2.0 * add
     within = sensitivity(matrix, neighbours, exact_limit)
     return within if holds_all else max(within, add)
+
+
+def is_identity(matrix, n: int) -> bool:
+    """Whether ``matrix`` is the ``n x n`` identity (the detailed query of a schema of ``n`` cells).
+
+    Parameters
+    ----------
+    matrix : array_like or scipy.sparse matrix
+        A query matrix.
+    n : int
+        The schema's number of cells.
+    """
+    a = sp.csr_matrix(matrix)
+    return a.shape == (n, n) and a.nnz == n and bool((a.diagonal() == 1).all())

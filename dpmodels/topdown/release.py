@@ -32,7 +32,7 @@ from dpmodels.core.session import PrivacySession
 
 from .data import BOUNDING_RULES, PublicKnowledge, Schema, TopDownData
 from .driver import TopDownResult, topdown
-from .mechanism import Strategy, _level_unit_shares, default_strategy, measure, plan_measurement
+from .mechanism import Strategy, default_strategy, level_unit_shares, measure, plan_measurement
 from .solve import NodeOptions
 
 __all__ = [
@@ -173,7 +173,7 @@ def release_facts(
     """
     geo, kn, schema = data.geography, data.knowledge, data.schema
     strategy = strategy or default_strategy(schema)
-    shares = _level_unit_shares(level_shares, geo.n_levels)
+    shares = level_unit_shares(level_shares, geo.n_levels)
     declared = {
         "schema": {a.name: a.size for a in schema.attributes},
         "cells": schema.size,
