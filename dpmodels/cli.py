@@ -3,14 +3,10 @@
 dpmodels instances                      list built-in instances and generators
 dpmodels formulations                   every registered model shape, its builder and problem class
 dpmodels solvers [NAME]                 every solver: what it solves, exact or not, its options
-dpmodels compare pgsr [options]         Table-7-style comparison of PGSR mechanisms
-dpmodels compare topdown [options]      TopDown post-processing configurations, errors per level
-dpmodels compare mdp [options]          metric DP: full LP vs structured IPM vs Benders vs exponential mechanism
-dpmodels compare submodular [options]   greedy vs continuous greedy vs private algorithms, ratios to the MILP optimum
-dpmodels compare facility [options]     private facility location vs MIP optimum vs LP bound over eps and n
-dpmodels bench pgsr|topdown|mdp|submodular|facility|noise [options]
+dpmodels compare <family> [options]     compare a family's mechanisms and formulations (``dpmodels compare --help``)
+dpmodels bench <family>|noise|startup [options]
                                         speed and memory bars, ratios measured in one run
-dpmodels release pgsr|topdown|mdp|submodular|facility [options]
+dpmodels release <family> [options]
                                         a private release of your data files, with its ledger and manifest
 dpmodels budget init|show [options]      a budget database: declare a dataset's budget, see what was spent
 
@@ -33,6 +29,7 @@ from dpmodels.core.budget_commands import SHOW as BUDGET_SHOW
 from dpmodels.core.commands import Command, Family, HelpFormatter, check_outputs
 from dpmodels.core.errors import DPModelsError
 from dpmodels.core.families import family_module, family_names
+from dpmodels.core.startup import COMMAND as STARTUP_BENCH
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     for family in families():
         _add_family(family, cmp_sub, bench_sub, rel_sub)
     _add_command(bench_sub, "noise", NOISE_BENCH)
+    _add_command(bench_sub, "startup", STARTUP_BENCH)
     return parser
 
 
