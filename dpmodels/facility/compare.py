@@ -155,24 +155,32 @@ def lower_bound_table(
 
 
 def plot_compare(table: pd.DataFrame, path: str | None = None, title: str = ""):
-    """Cost / opt against ε, one line per (n, algorithm); the LP/MIP ratio is in the legend.
+    """Cost / opt against ε: one colour per algorithm (:mod:`dpmodels.core.figures`), one line
+    style per n; the LP/MIP ratio is in the legend.
 
-    Saves to ``path`` (and closes the figure) or returns the figure."""
-    import matplotlib.pyplot as plt
+    Writes ``path`` (PNG, PDF or SVG by its suffix) when given; returns the figure."""
+    from dpmodels.core.figures import (
+        epsilon_axis,
+        figure_style,
+        method_style,
+        new_figure,
+        reference_line,
+        save_figure,
+    )
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for (n, alg), grp in table.groupby(["n", "algorithm"]):
-        lp_over_mip = grp[LP].iloc[0] / grp[OPT].iloc[0]
-        ax.plot(grp.epsilon, grp[RATIO], marker="o", label=f"n={n} {alg} (LP/MIP {lp_over_mip:.3f})")
-    ax.set_xscale("log")
-    ax.set_xlabel("ε")
-    ax.set_ylabel("true expected cost / MIP optimum (diagnostic)")
-    ax.axhline(1, color="grey", lw=0.5)
-    ax.set_title(title or "DP facility location")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    if path is None:
-        return fig
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return None
+    sizes = sorted(table["n"].unique())
+    dashes = dict(zip(sizes, ("-", "--", ":", "-."), strict=False))
+    with figure_style():
+        fig, ax = new_figure(figsize=(6, 4), interactive=path is None)
+        for (n, alg), grp in table.groupby(["n", "algorithm"]):
+            lp_over_mip = grp[LP].iloc[0] / grp[OPT].iloc[0]
+            style = method_style(alg) | {"label": f"n={n} {alg} (LP/MIP {lp_over_mip:.3f})"}
+            ax.plot(grp.epsilon, grp[RATIO], linestyle=dashes.get(n, "-"), **style)
+        reference_line(ax, 1.0, "MIP optimum")
+        epsilon_axis(ax, table["epsilon"])
+        ax.set_ylabel("true expected cost / MIP optimum (ratio, diagnostic)")
+        ax.set_title(title or "DP facility location")
+        ax.legend(fontsize=7)
+        if path is not None:
+            save_figure(fig, path)
+    return fig

@@ -271,37 +271,45 @@ def consistency_failures(runs: pd.DataFrame) -> pd.DataFrame:
 
 def plot_figures(runs: pd.DataFrame, path: str | None = None):
     """The paper's Figures 8 and 9: post-processing seconds (top row, Fig. 8) and total L1 error
-    (bottom row, Fig. 9) against epsilon per mechanism, one column per shape (census left).
+    (bottom row, Fig. 9) against epsilon per mechanism, one column per shape (census left); one
+    colour per mechanism (:mod:`dpmodels.core.figures`), one legend below, and the ceiling
+    ``2G L`` of the error marked when ``runs`` has a ``G`` column.
 
-    Writes a PNG to ``path``; without one, returns the figure (e.g. to show in a notebook)."""
-    import matplotlib
-
-    if path is not None:
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Writes ``path`` (PNG, PDF or SVG by its suffix) when given; returns the figure (e.g. to show
+    in a notebook)."""
+    from dpmodels.core.figures import figure_style, new_figure, save_figure, shared_legend
 
     shapes = [s for s in TABLE7_SHAPES if s in set(runs["shape"])]
-    colour = {m: f"C{i % 10}" for i, m in enumerate(dict.fromkeys(runs["mechanism"]))}  # one per mechanism
-    fig, axes = plt.subplots(2, len(shapes), figsize=(6.5 * len(shapes), 8.5), squeeze=False)
-    for col, name in enumerate(shapes):
-        mine = runs[runs["shape"] == name].drop(columns="shape")
-        table = table7(mine.dropna(subset=["L1 total"]))
-        for mech, group in table.groupby("mechanism", sort=False):
-            axes[0, col].plot(group["epsilon"], group["seconds"], marker="o", label=mech, color=colour[mech])
-            axes[1, col].plot(group["epsilon"], group["L1 total"], marker="o", label=mech, color=colour[mech])
-        missing = sorted(set(mine["mechanism"]) - set(table["mechanism"]))
-        if missing:  # said on the figure, as in the table: a mechanism is never silently left out
-            axes[0, col].text(0.01, 0.01, f"no result: {', '.join(missing)}", transform=axes[0, col].transAxes)
-        label = TABLE7_SHAPES[name].label
-        axes[0, col].set(xscale="log", yscale="log", xlabel="epsilon", ylabel="post-processing seconds")
-        axes[0, col].set_title(f"Fig. 8, {label}: runtime (noise and JIT warm-up excluded)", fontsize=10)
-        axes[1, col].set(xscale="log", yscale="log", xlabel="epsilon", ylabel="L1 error, all levels")
-        axes[1, col].set_title(f"Fig. 9, {label}: L1 error", fontsize=10)
-        for ax in axes[:, col]:
-            ax.legend(fontsize=8)
-    fig.tight_layout()
-    if path is None:
-        return fig
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return None
+    with figure_style():
+        fig, axes = new_figure(
+            2, len(shapes), figsize=(5.5 * len(shapes), 7.5), squeeze=False, interactive=path is None
+        )
+        for col, name in enumerate(shapes):
+            _plot_shape(axes[:, col], runs[runs["shape"] == name].drop(columns="shape"), TABLE7_SHAPES[name].label)
+        shared_legend(fig, axes)
+        if path is not None:
+            save_figure(fig, path)
+    return fig
+
+
+def _plot_shape(axes, mine: pd.DataFrame, label: str) -> None:
+    """Fig. 8 (``axes[0]``) and Fig. 9 (``axes[1]``) of one shape."""
+    from dpmodels.core.figures import epsilon_axis, log_axis, method_style, reference_line
+
+    table = table7(mine.dropna(subset=["L1 total"]))
+    for mech, group in table.groupby("mechanism", sort=False):
+        axes[0].plot(group["epsilon"], group["seconds"], **method_style(mech))
+        axes[1].plot(group["epsilon"], group["L1 total"], **method_style(mech))
+    missing = sorted(set(mine["mechanism"]) - set(table["mechanism"]))
+    if missing:  # said on the figure, as in the table: a mechanism is never silently left out
+        axes[0].text(0.01, 0.01, f"no result: {', '.join(missing)}", transform=axes[0].transAxes)
+    ceiling = None
+    if "G" in mine and mine["G"].notna().any():
+        ceiling = 2 * float(mine["G"].max()) * len(_LEVELS)
+        reference_line(axes[1], ceiling, "ceiling 2GL (no group in common with the truth)")
+    log_axis(axes[0], table["seconds"])
+    log_axis(axes[1], table["L1 total"], include=[ceiling] if ceiling else [])
+    for ax in axes:
+        epsilon_axis(ax, mine["epsilon"])
+    axes[0].set(ylabel="post-processing time (s)", title=f"Fig. 8, {label}: runtime (noise and JIT warm-up excluded)")
+    axes[1].set(ylabel="L1 error, all levels (groups)", title=f"Fig. 9, {label}: L1 error")

@@ -179,24 +179,27 @@ def privacy_utility(table: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def plot_curve(curve: pd.DataFrame, path: str) -> None:
-    """Ratio against the paper's input epsilon, one line per private method, references dashed."""
-    import matplotlib
+def plot_curve(curve: pd.DataFrame, path: str | None = None):
+    """Ratio against the paper's input epsilon, one line per private method (mean ± sd); the
+    non-private methods and the ``1 - 1/e`` guarantee are reference lines, each in its own line
+    style (:func:`dpmodels.core.figures.reference_line`).
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Writes ``path`` (PNG, PDF or SVG by its suffix) when given; returns the figure."""
+    from dpmodels.core.figures import epsilon_axis, figure_style, method_style, new_figure, reference_line, save_figure
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for method, part in curve.groupby("method", sort=False):
-        if np.isinf(part.epsilon).all():
-            ax.axhline(part[RATIO_MEAN].iloc[0], ls="--", lw=1, label=f"{method} (non-private)")
-        else:
-            ax.errorbar(part.epsilon, part[RATIO_MEAN], yerr=part[RATIO_SD], marker="o", label=method, capsize=3)
-    ax.axhline(1 - 1 / np.e, color="grey", ls=":", lw=1, label="1 - 1/e")
-    ax.set_xscale("log")
-    ax.set_xlabel("input epsilon (per step; totals in the table)")
-    ax.set_ylabel("true F(S) / OPT (diagnostic)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    with figure_style():
+        fig, ax = new_figure(figsize=(6, 4), interactive=path is None)
+        private = curve[np.isfinite(curve.epsilon)]
+        for method, part in curve.groupby("method", sort=False):
+            if np.isinf(part.epsilon).all():
+                colour = method_style(method)["color"]
+                reference_line(ax, part[RATIO_MEAN].iloc[0], f"{method} (non-private)", color=colour)
+            else:
+                ax.errorbar(part.epsilon, part[RATIO_MEAN], yerr=part[RATIO_SD], capsize=3, **method_style(method))
+        reference_line(ax, 1 - 1 / np.e, "1 - 1/e (guarantee)")
+        epsilon_axis(ax, private.epsilon, label="input ε per step (totals in the table)")
+        ax.set_ylabel("true F(S) / OPT (ratio, diagnostic)")
+        ax.legend(fontsize=7)
+        if path is not None:
+            save_figure(fig, path)
+    return fig

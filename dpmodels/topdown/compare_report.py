@@ -7,7 +7,8 @@ level)``; this module reads that frame and nothing else (no solve, no data):
 * :func:`format_summary` - a printable summary of the main metrics;
 * :func:`violation_counts` - per configuration, the violations of the public constraints summed
   over the runs (all must be 0, spec 5);
-* :func:`plot_topdown` - a PNG of the error and the wall time per level against epsilon.
+* :func:`plot_topdown` - a figure (PNG, PDF or SVG) of the error and the wall time per level
+  against epsilon.
 """
 
 from __future__ import annotations
@@ -80,66 +81,66 @@ def violation_counts(df: pd.DataFrame) -> pd.DataFrame:
     return out.astype("Int64")
 
 
-_STYLES = (
-    {"marker": "o", "linestyle": "-"},
-    {"marker": "s", "linestyle": "--"},
-    {"marker": "^", "linestyle": ":"},
-    {"marker": "D", "linestyle": "-."},
-)
-
-
-def _epsilon_ticks(ax, epsilons) -> None:
-    from matplotlib.ticker import FixedLocator, NullLocator
-
-    ax.xaxis.set_major_locator(FixedLocator(epsilons))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([f"{e:g}" for e in epsilons])
-
-
-def plot_topdown(df: pd.DataFrame, path: str, title: str = "") -> None:
-    """PNG: one panel per level with the mean L1 error against epsilon per configuration, the
-    mean wall time per level, and the workload MAE against epsilon (leaf level)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def plot_topdown(df: pd.DataFrame, path: str | None = None, title: str = ""):
+    """One panel per level with the mean L1 error against epsilon per configuration, the mean
+    wall time per level, and the workload MAE against epsilon (leaf level); one colour per
+    configuration (:mod:`dpmodels.core.figures`) and one legend below.  Writes ``path`` (PNG,
+    PDF or SVG by its suffix) when given; returns the figure."""
+    from dpmodels.core.figures import figure_style, new_figure, save_figure, shared_legend
 
     table = summary_table(df)
     levels = sorted(table["level"].unique())
     n_panels = len(levels) + 2
     ncols = min(4, n_panels)
     nrows = -(-n_panels // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows), squeeze=False)
-    axes = axes.ravel()
     configs = list(dict.fromkeys(table["config"]))
-    epsilons = sorted(table["epsilon"].unique())
-    styles = {name: _STYLES[k % len(_STYLES)] for k, name in enumerate(configs)}
-    for k, level in enumerate(levels):
-        ax = axes[k]
-        for name in configs:
-            g = table[(table["config"] == name) & (table["level"] == level)]
-            ax.plot(g["epsilon"], g["L1 error"].clip(lower=1e-1), label=name, **styles[name])
-        ax.set(xscale="log", yscale="log", xlabel="epsilon", ylabel="L1 error (sum over nodes)")
-        ax.set_title(f"level {level}" + (" (invariant totals)" if g["invariant totals"].all() else ""))
-        _epsilon_ticks(ax, epsilons)
-    ax = axes[len(levels)]
+    with figure_style():
+        fig, axes = new_figure(nrows, ncols, figsize=(3.3 * ncols, 2.9 * nrows + 0.5), interactive=path is None)
+        axes = np.ravel(axes)
+        for ax, level in zip(axes, levels, strict=False):
+            _plot_level(ax, table[table["level"] == level], configs, level)
+        _plot_times(axes[len(levels)], table, configs, levels)
+        _plot_workload(axes[len(levels) + 1], table[table["level"] == levels[-1]], configs, levels[-1])
+        for ax in axes[n_panels:]:
+            ax.axis("off")
+        shared_legend(fig, axes)
+        if title:
+            fig.suptitle(title)
+        if path is not None:
+            save_figure(fig, path)
+    return fig
+
+
+def _plot_level(ax, level_table: pd.DataFrame, configs, level) -> None:
+    from dpmodels.core.figures import epsilon_axis, log_axis, method_style
+
+    for name in configs:
+        g = level_table[level_table["config"] == name]
+        ax.plot(g["epsilon"], g["L1 error"], **method_style(name))
+    log_axis(ax, level_table["L1 error"])
+    epsilon_axis(ax, level_table["epsilon"])
+    invariant = level_table["invariant totals"].all() if "invariant totals" in level_table else False
+    ax.set(ylabel="L1 error (persons)", title=f"level {level}" + (" (invariant totals)" if invariant else ""))
+
+
+def _plot_times(ax, table: pd.DataFrame, configs, levels) -> None:
+    from dpmodels.core.figures import method_style
+
     width = 0.8 / max(len(configs), 1)
     for j, name in enumerate(configs):
         g = table[table["config"] == name].groupby("level")["seconds"].mean()
-        ax.bar(np.asarray(g.index) + (j - (len(configs) - 1) / 2) * width, g.to_numpy(), width, label=name)
-    ax.set(xlabel="level", ylabel="seconds (mean over epsilon, runs)", title="wall time per level", xticks=levels)
-    ax = axes[len(levels) + 1]
-    leaf = table[table["level"] == levels[-1]]
+        offset = (j - (len(configs) - 1) / 2) * width
+        ax.bar(np.asarray(g.index) + offset, g.to_numpy(), width, color=method_style(name)["color"])
+    ax.grid(False, axis="x")
+    ax.set(xlabel="level", ylabel="wall time (s, mean over ε and runs)", title="time per level", xticks=levels)
+
+
+def _plot_workload(ax, leaf: pd.DataFrame, configs, level) -> None:
+    from dpmodels.core.figures import epsilon_axis, log_axis, method_style
+
     for name in configs:
         g = leaf[leaf["config"] == name]
-        ax.plot(g["epsilon"], g["workload MAE"], label=name, **styles[name])
-    ax.set(xscale="log", yscale="log", xlabel="epsilon", ylabel="MAE", title=f"workload MAE, level {levels[-1]}")
-    _epsilon_ticks(ax, epsilons)
-    for ax in axes[n_panels:]:
-        ax.axis("off")
-    axes[0].legend(fontsize=7)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+        ax.plot(g["epsilon"], g["workload MAE"], **method_style(name))
+    log_axis(ax, leaf["workload MAE"])
+    epsilon_axis(ax, leaf["epsilon"])
+    ax.set(ylabel="mean absolute error (persons)", title=f"workload MAE, level {level}")
