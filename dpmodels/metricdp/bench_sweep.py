@@ -189,25 +189,29 @@ def _median_if_most(values: pd.Series) -> float:
     return float(values.median()) if 2 * values.notna().sum() >= len(values) else np.nan
 
 
-def plot_sweep(frame: pd.DataFrame, path: str) -> None:
-    """Seconds to each stopping rule against N (log scale), one line per method and epsilon (PNG)."""
-    import matplotlib
+def plot_sweep(frame: pd.DataFrame, path: str | None = None):
+    """Seconds to each stopping rule against N (log scales), one colour per method
+    (:mod:`dpmodels.core.figures`) and one line style per epsilon, one legend below.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Writes ``path`` (PNG, PDF or SVG by its suffix) when given; returns the figure."""
+    from dpmodels.core.figures import figure_style, log_axis, method_style, new_figure, save_figure, shared_legend
 
-    fig, axes = plt.subplots(1, len(RULES), figsize=(11, 4.2), sharey=True)
     styles = ["-", "--", ":", "-."]
-    for ax, rule in zip(axes, RULES, strict=True):
-        for e, (eps, by_eps) in enumerate(frame.groupby("eps", sort=False)):
-            for m, (method, grp) in enumerate(by_eps.groupby("method", sort=False)):
-                ok = grp.dropna(subset=[f"s to {rule}"])
-                label, marker = f"{method} eps {eps:g}", "os^vD"[m % 5]
-                ax.plot(ok.N, ok[f"s to {rule}"], styles[e % 4], marker=marker, color=f"C{m}", label=label)
-        ax.set(xlabel="N (records)", yscale="log", title=f"certified {rule} (missing: not met)")
-    axes[0].set_ylabel("seconds")
-    axes[-1].legend(fontsize=7)
-    fig.suptitle("metric-DP perturbation LP: runtime vs N (Fig. 6)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    columns = [f"s to {rule}" for rule in RULES]
+    with figure_style():
+        fig, axes = new_figure(1, len(RULES), figsize=(10, 4), sharey=True, interactive=path is None)
+        for ax, rule in zip(axes, RULES, strict=True):
+            for e, (eps, by_eps) in enumerate(frame.groupby("eps", sort=False)):
+                for method, grp in by_eps.groupby("method", sort=False):
+                    ok = grp.dropna(subset=[f"s to {rule}"])
+                    style = method_style(method) | {"label": f"{method}, ε = {eps:g}"}
+                    ax.plot(ok.N, ok[f"s to {rule}"], styles[e % 4], **style)
+            log_axis(ax, frame["N"], axis="x")
+            ax.set(xlabel="N (records)", title=f"certified {rule} (missing: not met)")
+        log_axis(axes[0], frame[columns].to_numpy().ravel())
+        axes[0].set_ylabel("time to the certified gap (s)")
+        shared_legend(fig, axes)
+        fig.suptitle("metric-DP perturbation LP: runtime against N (Fig. 6)")
+        if path is not None:
+            save_figure(fig, path)
+    return fig

@@ -164,23 +164,24 @@ def privacy_utility(instance: MDPInstance, epsilons: Sequence[float], progress: 
     return pd.DataFrame(rows)
 
 
-def plot_bounds(histories: dict, path: str, optimum: float | None = None) -> None:
-    """Lower and best upper bound per iteration for each iterative run: Benders, structured IPM (PNG)."""
-    import matplotlib
+def plot_bounds(histories: dict, path: str | None = None, optimum: float | None = None):
+    """Lower and best upper bound per iteration of each iterative run (Benders, structured IPM):
+    one colour per method (:mod:`dpmodels.core.figures`), solid lower and dashed upper bounds.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Writes ``path`` (PNG, PDF or SVG by its suffix) when given; returns the figure."""
+    from dpmodels.core.figures import figure_style, method_style, new_figure, reference_line, save_figure
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, h in histories.items():
-        line = ax.plot(h["iteration"], h["LB"], label=f"{name} LB")[0]
-        ax.plot(
-            h["iteration"], h["best UB"].replace(np.inf, np.nan), "--", color=line.get_color(), label=f"{name} best UB"
-        )
-    if optimum is not None:
-        ax.axhline(optimum, color="k", lw=0.8, label="full-LP optimum")
-    ax.set(xlabel="iteration", ylabel="expected utility loss", title="Benders bounds")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    with figure_style():
+        fig, ax = new_figure(figsize=(7, 4.5), interactive=path is None)
+        for name, h in histories.items():
+            style = method_style(name)
+            ax.plot(h["iteration"], h["LB"], **(style | {"label": f"{name}: lower bound", "markevery": 0.1}))
+            upper = h["best UB"].replace(np.inf, np.nan)
+            ax.plot(h["iteration"], upper, "--", color=style["color"], label=f"{name}: best upper bound")
+        if optimum is not None:
+            reference_line(ax, optimum, "full-LP optimum")
+        ax.set(xlabel="iteration", ylabel="expected utility loss (units of the loss matrix C)", title="bounds")
+        ax.legend(fontsize=8)
+        if path is not None:
+            save_figure(fig, path)
+    return fig

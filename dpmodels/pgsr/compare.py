@@ -4,7 +4,7 @@
 run; runs sharing ``(epsilon, run)`` share their noise per measurement kind, so
 mechanisms are compared on paired draws.  Each ``(epsilon, run)`` pair is one task for
 the ``executor`` (serial, process pool, Dask).  ``table7`` aggregates the runs the way the
-paper reports them; ``plot_comparison`` draws error and runtime against epsilon.  The
+paper reports them; ``plot_comparison`` draws error and runtime against epsilon (PNG, PDF or SVG).  The
 paper's own two-shape layout (census and taxi side by side) is :mod:`dpmodels.pgsr.table7`.
 """
 
@@ -91,6 +91,7 @@ def _run_task(task) -> list[dict]:
             "epsilon spent": float(ledger.total_epsilon),
             "widenings": release.info.get("domain_widenings", 0),
             "termination": release.info.get("termination", ""),
+            "G": data.G,
         }
         metrics = release_metrics(data.hierarchy, data.counts, release.counts, data.G)
         if not np.isfinite(release.counts).all():  # no solution (a time limit, a solver failure): no metrics
@@ -127,39 +128,78 @@ def format_table7(table: pd.DataFrame) -> str:
     return shown.to_string(index=False)
 
 
-def plot_comparison(runs: pd.DataFrame, path: str, title: str = "") -> None:
-    """PNG with total L1 error, per-level error and post-processing time against epsilon."""
-    import matplotlib
+def plot_comparison(runs: pd.DataFrame, path: str | None = None, title: str = ""):
+    """Total L1 error, error per level at the largest epsilon and post-processing time against
+    epsilon, one colour per mechanism (:mod:`dpmodels.core.figures`), one legend below.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    The error panels mark their ceiling when ``runs`` has a ``G`` column: a faithful release
+    whose groups share nothing with the truth is ``2G`` off at each level, ``2G L`` in total.
+    Writes ``path`` (PNG, PDF or SVG by its suffix) when given; returns the figure.
+    """
+    from dpmodels.core.figures import figure_style, new_figure, save_figure, shared_legend
 
     table = table7(runs)
-    level_cols = [c for c in runs.columns if c.startswith("L1 level")]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    G = float(runs["G"].max()) if "G" in runs and runs["G"].notna().any() else None
+    with figure_style():
+        fig, axes = new_figure(1, 3, figsize=(12, 4.2), interactive=path is None)
+        _plot_total(axes[0], table, G)
+        _plot_levels(axes[1], table, G)
+        _plot_seconds(axes[2], table)
+        shared_legend(fig, axes)
+        if title:
+            fig.suptitle(title)
+        if path is not None:
+            save_figure(fig, path)
+    return fig
+
+
+def _ceiling_label(G: float) -> str:
+    return f"ceiling: 2G = {2 * G:,.0f} per level, 2GL in total"
+
+
+def _level_columns(table: pd.DataFrame) -> list[str]:
+    return [c for c in table.columns if c.startswith("L1 level")]
+
+
+def _plot_total(ax, table: pd.DataFrame, G: float | None) -> None:
+    from dpmodels.core.figures import epsilon_axis, log_axis, method_style, reference_line
+
     for name, group in table.groupby("mechanism", sort=False):
-        axes[0].errorbar(
-            group["epsilon"], group["L1 total"], yerr=group["L1 total sd"], marker="o", label=name, capsize=3
-        )
-        axes[2].plot(group["epsilon"], group["seconds"], marker="o", label=name)
+        ax.errorbar(group["epsilon"], group["L1 total"], yerr=group["L1 total sd"], capsize=3, **method_style(name))
+    ceiling = 2 * G * len(_level_columns(table)) if G else None
+    if ceiling:
+        reference_line(ax, ceiling, _ceiling_label(G))
+    low_sd = (table["L1 total"] - table["L1 total sd"].fillna(0)).where(lambda v: v > 0)
+    log_axis(ax, [*table["L1 total"], *low_sd], include=[ceiling] if ceiling else [])
+    epsilon_axis(ax, table["epsilon"])
+    ax.set(ylabel="L1 error, all levels (groups)", title="error against ε (mean ± sd over runs)")
+
+
+def _plot_levels(ax, table: pd.DataFrame, G: float | None) -> None:
+    from dpmodels.core.figures import log_axis, method_style, reference_line
+
+    levels = _level_columns(table)
     top = table[table["epsilon"] == table["epsilon"].max()]
     width = 0.8 / max(len(top), 1)
+    heights = []
     for k, (_, row) in enumerate(top.iterrows()):
-        axes[1].bar(
-            np.arange(len(level_cols)) + k * width, row[level_cols].to_numpy(dtype=float), width, label=row["mechanism"]
-        )
-    axes[0].set(xscale="log", yscale="log", xlabel="epsilon", ylabel="L1 error (all regions)", title="error vs epsilon")
-    axes[1].set(
-        yscale="log",
-        xticks=np.arange(len(level_cols)) + 0.4 - width / 2,
-        xticklabels=[c.replace("L1 ", "") for c in level_cols],
-        ylabel="mean L1 error",
-        title=f"error per level at epsilon = {top['epsilon'].max():g}",
-    )
-    axes[2].set(xscale="log", yscale="log", xlabel="epsilon", ylabel="seconds", title="post-processing time")
-    axes[0].legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+        style = method_style(row["mechanism"])
+        values = row[levels].to_numpy(dtype=float)
+        heights.extend(values)
+        ax.bar(np.arange(len(levels)) + (k - (len(top) - 1) / 2) * width, values, width, color=style["color"])
+    if G:
+        reference_line(ax, 2 * G, _ceiling_label(G))
+    log_axis(ax, heights, include=[2 * G] if G else [], bars=True)
+    ax.set_xticks(np.arange(len(levels)), [c.replace("L1 ", "") for c in levels])
+    ax.grid(False, axis="x")
+    ax.set(ylabel="mean L1 error (groups)", title=f"error per level at ε = {top['epsilon'].max():g}")
+
+
+def _plot_seconds(ax, table: pd.DataFrame) -> None:
+    from dpmodels.core.figures import epsilon_axis, log_axis, method_style
+
+    for name, group in table.groupby("mechanism", sort=False):
+        ax.plot(group["epsilon"], group["seconds"], **method_style(name))
+    log_axis(ax, table["seconds"])
+    epsilon_axis(ax, table["epsilon"])
+    ax.set(ylabel="post-processing time (s)", title="time per run (mean)")
