@@ -16,7 +16,6 @@ figures the README quotes.
 
 from __future__ import annotations
 
-import json
 import math
 import secrets
 import statistics
@@ -149,26 +148,25 @@ def bench_em_timing(candidates: int = 2000, draws: int = 101, inv_temp=Fraction(
 
 
 def run_bench(
-    cells: int,
-    scale: float,
-    repeats: int,
-    opendp_cells: int | None,
-    json_path=None,
-    em_candidates: int = 2000,
-    em_draws: int = 101,
-) -> pd.DataFrame:
-    print(f"{cells:,} noisy values (census shape: 3,197 regions x N = 1,000), scale {scale}, {repeats} runs each:")
-    frame = bench_noise(cells, Fraction(str(scale)), repeats, opendp_cells)
-    print(frame.round(3).to_string(index=False))
-    print(
+    cells: int, scale: float, runs: int, opendp_cells: int | None, em_candidates: int = 2000, em_draws: int = 101
+):
+    """The samplers on ``cells`` values (``runs`` times each) and the exact exponential mechanism's timing.
+
+    Returns
+    -------
+    dpmodels.core.runner.Result
+        One row per sampler, both tables to print, and ``{"noise", "exponential mechanism"}``.
+    """
+    from .runner import Result
+
+    shown = [f"{cells:,} noisy values (census shape: 3,197 regions x N = 1,000), scale {scale}, {runs} runs each:"]
+    frame = bench_noise(cells, Fraction(str(scale)), runs, opendp_cells)
+    shown.append(frame.round(3).to_string(index=False))
+    shown.append(
         f"\nexact exponential mechanism, {em_candidates:,} candidates, inverse temperature 1/2, {em_draws} draws each"
     )
-    print("(rejection sampling: the time depends on the scores, a side channel the manifests state):")
+    shown.append("(rejection sampling: the time depends on the scores, a side channel the manifests state):")
     timing = bench_em_timing(em_candidates, em_draws)
-    print(timing.round(3).to_string(index=False))
-    if json_path:
-        doc = {"noise": frame.to_dict(orient="records"), "exponential mechanism": timing.to_dict(orient="records")}
-        with open(json_path, "w") as fh:
-            json.dump(doc, fh, indent=2, default=float)
-        print(f"wrote {json_path}")
-    return frame
+    shown.append(timing.round(3).to_string(index=False))
+    doc = {"noise": frame.to_dict(orient="records"), "exponential mechanism": timing.to_dict(orient="records")}
+    return Result(frame, shown, document=doc)

@@ -6,8 +6,10 @@ command line (``dpmodels/cli.py``) loops over the families; nothing else wires t
 
 The shared tail, written once here: typed argument checks (``--runs 0``, ``--gap -1`` and
 ``N=6.5`` fail at parse time, exit code 2), output files checked before any work (folder
-exists, suffix right: a plot is a ``.png``, ``.pdf`` or ``.svg``), the ``--executor`` choice, ``--set KEY=VALUE``
-instance options, and the exit codes (0 done, 1 the run failed, 2 bad arguments).
+exists, suffix right: a plot is a ``.png``, ``.pdf`` or ``.svg``), the ``--executor`` type, and
+options declared by solver plugins.  The standard options of the experiments (``--instance``,
+``--epsilon``, ``--runs``...) are declared in :mod:`dpmodels.core.options`, and the experiments
+run through :mod:`dpmodels.core.runner` (outputs, logging, interrupts, exit codes).
 """
 
 from __future__ import annotations
@@ -31,10 +33,9 @@ __all__ = [
     "nonnegative_float",
     "add_outputs",
     "check_outputs",
-    "add_executor",
     "add_solver_option",
     "add_progress",
-    "report_written",
+    "executor_name",
 ]
 
 
@@ -128,7 +129,7 @@ def add_solver_option(parser: argparse.ArgumentParser, solver: str, name: str, *
 
 # ---------------------------------------------------------------------- outputs
 #: Suffixes each output option accepts (a plot's format follows its suffix: PNG, PDF or SVG).
-OUTPUT_SUFFIXES = {"csv": (".csv",), "plot": (".png", ".pdf", ".svg"), "json": (".json",)}
+OUTPUT_SUFFIXES = {"csv": (".csv",), "parquet": (".parquet",), "plot": (".png", ".pdf", ".svg"), "json": (".json",)}
 
 
 def add_outputs(parser: argparse.ArgumentParser, **helps: str) -> None:
@@ -166,21 +167,9 @@ def check_outputs(args: argparse.Namespace) -> dict[str, Path]:
     return paths
 
 
-def report_written(path) -> None:
-    print(f"wrote {path}")
-
-
 # ---------------------------------------------------------------------- executor, progress
-def add_executor(parser: argparse.ArgumentParser, what: str = "independent runs") -> None:
-    parser.add_argument(
-        "--executor",
-        default="serial",
-        type=_executor_name,
-        help=f"where {what} run: serial, process, dask, or a number of processes",
-    )
-
-
-def _executor_name(text: str):
+def executor_name(text: str):
+    """``--executor``'s type: serial, process, dask, or a number of processes (>= 1)."""
     if text.isdigit():
         if int(text) < 1:
             raise argparse.ArgumentTypeError("a number of processes must be >= 1")

@@ -8,14 +8,14 @@ change on a shared machine hits them alike.  The goal (issue 23): ``dpmodels --h
 
 from __future__ import annotations
 
-import json
 import shutil
 import statistics
 import subprocess
 import sys
 import time
 
-from .commands import Command, add_outputs, positive_int
+from . import options as std
+from .runner import experiment
 
 __all__ = ["STARTUP_COMMANDS", "bench_startup", "COMMAND"]
 
@@ -74,24 +74,26 @@ def bench_startup(repeats: int = 5) -> list[dict]:
     ]
 
 
-def _arguments(p) -> None:
-    p.add_argument("--repeats", type=positive_int, default=5, help="timed runs of every command")
-    add_outputs(p, json="the timings")
+def _run(args):
+    import pandas as pd
 
+    from .runner import Result
 
-def _run(args) -> int:
-    rows = bench_startup(args.repeats)
-    print(f"{'command':40s} {'min s':>7s} {'median s':>9s} {'max s':>7s} {'/ pyomo.environ':>16s}")
+    rows = bench_startup(args.runs)
+    lines = [f"{'command':40s} {'min s':>7s} {'median s':>9s} {'max s':>7s} {'/ pyomo.environ':>16s}"]
     for row in rows:
-        print(
+        lines.append(
             f"{row['command']:40s} {row['min s']:7.3f} {row['median s']:9.3f} {row['max s']:7.3f} "
             f"{row['median / import pyomo.environ']:16.2f}"
         )
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"startup": rows, "repeats": args.repeats}, fh, indent=2)
-    return 0
+    return Result(pd.DataFrame(rows), ["\n".join(lines)], document={"startup": rows, "repeats": args.runs})
 
 
 #: ``dpmodels bench startup`` (registered by the command line beside the families' benches).
-COMMAND = Command("start-up time of import dpmodels and dpmodels --help beside import pyomo.environ", _arguments, _run)
+COMMAND = experiment(
+    "start-up time of import dpmodels and dpmodels --help beside import pyomo.environ",
+    _run,
+    options=(std.runs(5, "timed runs of every command"),),
+    table="the timings, one row per command",
+    json_help="the timings",
+)

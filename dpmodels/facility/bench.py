@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 
@@ -125,24 +124,32 @@ def bench_tree_dp_scaling(depths: Sequence[int] = (10, 13, 16), f: float = 20.0)
     return rows
 
 
-def run_bench(
-    points: int = 100_000, sizes: Sequence[int] = (32, 64, 128, 256, 512), time_limit: float = 300.0, json_path=None
-) -> dict:
-    """Print both measurements and optionally write them to JSON."""
-    out = {}
+def run_bench(points: int = 100_000, sizes: Sequence[int] = (32, 64, 128, 256, 512), time_limit: float = 300.0):
+    """Both measurements: the pipeline on ``points`` points and the tree DP against the MIP.
+
+    Returns
+    -------
+    dpmodels.core.runner.Result
+        One row per tree-DP measurement (``part``: tree_dp or tree_dp_scaling), the tables to
+        print, and ``{"pipeline", "tree_dp", "tree_dp_scaling"}``.
+    """
+    from dpmodels.core.runner import Result
+
+    out: dict = {}
+    shown: list[str] = []
     if points:
-        print(f"pipeline on {points:,} points (FRT-λ from coordinates + Algorithm 2, ε = 1):")
+        shown.append(f"pipeline on {points:,} points (FRT-λ from coordinates + Algorithm 2, ε = 1):")
         out["pipeline"] = bench_pipeline(points)
-        print(pd.Series(out["pipeline"]).to_string())
+        shown.append(pd.Series(out["pipeline"]).to_string())
     if sizes:
-        print("\nexact leaf-only optimum on random 1.5-HSTs: UFL MIP on highs vs the tree DP (same model):")
+        shown.append("\nexact leaf-only optimum on random 1.5-HSTs: UFL MIP on highs vs the tree DP (same model):")
         out["tree_dp"] = bench_tree_dp(sizes, time_limit=time_limit)
-        print(pd.DataFrame(out["tree_dp"]).round(4).to_string(index=False))
-        print("\nthe tree DP alone beyond MIP sizes:")
+        shown.append(pd.DataFrame(out["tree_dp"]).round(4).to_string(index=False))
+        shown.append("\nthe tree DP alone beyond MIP sizes:")
         out["tree_dp_scaling"] = bench_tree_dp_scaling()
-        print(pd.DataFrame(out["tree_dp_scaling"]).round(4).to_string(index=False))
-    if json_path:
-        with open(json_path, "w") as fh:
-            json.dump(out, fh, indent=2, default=float)
-        print(f"wrote {json_path}")
-    return out
+        shown.append(pd.DataFrame(out["tree_dp_scaling"]).round(4).to_string(index=False))
+    frames = [pd.DataFrame(out[part]).assign(part=part) for part in ("tree_dp", "tree_dp_scaling") if part in out]
+    if "pipeline" in out:
+        frames.insert(0, pd.DataFrame([out["pipeline"]]).assign(part="pipeline"))
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return Result(table, shown, document=out)

@@ -2,7 +2,8 @@
 ``release facility``.
 
 The library functions live in ``compare.py``, ``bench.py`` and ``release.py``; this module
-only declares their arguments and calls them (the shared tail is :mod:`dpmodels.core.commands`).
+declares the commands (standard options from :mod:`dpmodels.core.options`, the runner
+:mod:`dpmodels.core.runner`) and returns their tables.
 The comparison's default (20 and 50 points, 5 budgets, 20 runs) finishes in seconds;
 larger point sets are behind ``--sizes`` (the MIP reference grows quickly beyond a few hundred).
 """
@@ -13,20 +14,11 @@ import argparse
 import math
 from pathlib import Path
 
-from dpmodels.core.commands import (
-    Command,
-    Family,
-    add_outputs,
-    add_progress,
-    nonnegative_int,
-    positive_float,
-    positive_int,
-    report_written,
-)
+from dpmodels.core import options as std
+from dpmodels.core.commands import Command, Family, nonnegative_int, positive_float, positive_int
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.release import add_common_arguments
-
-from .frt import RADIUS_MODES
+from dpmodels.core.options import LazyHelp, Names, one_of
+from dpmodels.core.runner import Result, experiment
 
 __all__ = ["FAMILY"]
 
@@ -34,13 +26,22 @@ __all__ = ["FAMILY"]
 MAX_MIP_POINTS = 400
 
 
+#: Names the options take, declared by the family's modules (read when checked or shown).
+ALGORITHMS = Names("dpmodels.facility.mechanism", "BASELINES")
+RADIUS_MODES = Names("dpmodels.facility.frt", "RADIUS_MODES")
+
+
+def _radius_mode(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--radius-mode",
+        default="tight",
+        type=one_of(RADIUS_MODES, "radius mode"),
+        help=LazyHelp(lambda: "FRT radii: " + ", ".join(RADIUS_MODES())),
+    )
+
+
 # ---------------------------------------------------------------------- compare
 def _compare_arguments(p: argparse.ArgumentParser) -> None:
-    from .mechanism import BASELINES
-
-    p.add_argument(
-        "--epsilon", type=positive_float, nargs="+", default=[0.25, 0.5, 1.0, 2.0, 5.0], help="privacy budgets"
-    )
     p.add_argument(
         "--sizes",
         type=positive_int,
@@ -48,43 +49,56 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         default=[20, 50],
         help="numbers of points in the unit square (the MIP reference slows beyond a few hundred)",
     )
-    p.add_argument("--runs", type=positive_int, default=20, help="runs (fresh tree and noise) per (n, ε, algorithm)")
-    p.add_argument("--algorithms", nargs="+", default=["dp", "base"], help=f"any of {sorted(BASELINES)}")
+    p.add_argument(
+        "--algorithms",
+        nargs="+",
+        type=one_of(ALGORITHMS, "algorithm"),
+        default=["dp", "base"],
+        metavar="ALGORITHM",
+        help=LazyHelp(lambda: f"any of {sorted(ALGORITHMS())}"),
+    )
     p.add_argument("--f", type=positive_float, default=0.5, help="facility opening cost")
     p.add_argument("--clusters", type=nonnegative_int, default=0, help="0: uniform points, k: k Gaussian clusters")
     p.add_argument("--points", help="your own points file (CSV/whitespace, one location per row) ...")
     p.add_argument("--counts", help="... and counts file (one integer per row; default: last column of --points)")
     p.add_argument("--solver", default="highs", help="MIP/LP backend of the reference (highs, scip, ...)")
     p.add_argument("--lam", type=float, default=1.5, help="lambda of the FRT tree, in (1, 2)")
-    p.add_argument("--radius-mode", default="tight", choices=list(RADIUS_MODES), help="FRT radii")
-    p.add_argument("--seed", type=int, default=0, help="seed of the points, trees and noise (experiments)")
+    _radius_mode(p)
     p.add_argument("--skip-stretch", action="store_true", help="leave out the FRT stretch table")
     p.add_argument("--skip-lower-bound", action="store_true", help="leave out the star lower-bound table")
-    add_outputs(p, csv="the cost table, one row per (n, ε, algorithm)", plot="cost / opt against ε")
-    add_progress(p)
 
 
-def _run_compare(args) -> int:
-    from .compare import compare_facility, lower_bound_table, plot_compare, stretch_table
-    from .data import UFLInstance, check_lambda
-    from .mechanism import BASELINES
+COMPARE_OPTIONS = (
+    std.epsilon([0.25, 0.5, 1.0, 2.0, 5.0]),
+    std.runs(20, "runs (fresh tree and noise) per (n, ε, algorithm)"),
+    std.seed(0, "seed of the points, trees and noise (experiments)"),
+)
 
-    unknown = sorted(set(args.algorithms) - set(BASELINES))
-    if unknown:
-        raise DataValidationError("--algorithms", f"unknown {unknown}; choose from {sorted(BASELINES)}")
-    lam = check_lambda(args.lam, "--lam")
+
+def _own_points(args):
+    """``--points`` (and ``--counts``) as the instance of the comparison, or None."""
+    from .data import UFLInstance
+
     if args.counts and not args.points:
         raise DataValidationError("--counts", "needs --points (the locations)")
-    instance = None
-    if args.points:
-        from dpmodels.instances.facility import from_files
+    if not args.points:
+        return None
+    from dpmodels.instances.facility import from_files
 
-        instance = from_files(args.points, args.counts, f=args.f)
-        if instance.n > MAX_MIP_POINTS:
-            raise DataValidationError(
-                "--points", f"{instance.n} locations: the MIP reference is limited to {MAX_MIP_POINTS} here"
-            )
-        instance = UFLInstance(d=instance.distances, f=instance.f, N=instance.N, name=instance.name)
+    instance = from_files(args.points, args.counts, f=args.f)
+    if instance.n > MAX_MIP_POINTS:
+        raise DataValidationError(
+            "--points", f"{instance.n} locations: the MIP reference is limited to {MAX_MIP_POINTS} here"
+        )
+    return UFLInstance(d=instance.distances, f=instance.f, N=instance.N, name=instance.name)
+
+
+def _run_compare(args) -> Result:
+    from .compare import compare_facility, lower_bound_table, plot_compare, stretch_table
+    from .data import check_lambda
+
+    lam = check_lambda(args.lam, "--lam")
+    instance = _own_points(args)
     table = compare_facility(
         args.epsilon,
         args.sizes,
@@ -97,24 +111,20 @@ def _run_compare(args) -> int:
         lam,
         args.radius_mode,
         instance,
-        progress=not args.no_progress,
+        progress=args.progress,
     )
-    print("cost of the private output (realized, original metric) vs MIP optimum and LP bound, mean over runs;")
-    print("every 'true ... (diagnostic)' column is evaluated on the true client counts, never released:")
-    print(table.round(4).to_string(index=False))
+    report = [
+        "cost of the private output (realized, original metric) vs MIP optimum and LP bound, mean over runs;\n"
+        "every 'true ... (diagnostic)' column is evaluated on the true client counts, never released:",
+        table.round(4),
+    ]
     if not args.skip_stretch:
-        print("\nFRT stretch E[d_T]/d over 100 trees (uniform points), against the (18b) bound C·H_n:")
-        print(stretch_table(lam=lam).round(3).to_string(index=False))
+        report.append("\nFRT stretch E[d_T]/d over 100 trees (uniform points), against the (18b) bound C·H_n:")
+        report.append(stretch_table(lam=lam).round(3))
     if not args.skip_lower_bound:
-        print("\nstar lower-bound family (ε = 1/m, n = 16, 300 draws): E cost / E opt must be >= 0.025/√ε")
-        print(lower_bound_table().round(3).to_string(index=False))
-    if args.csv:
-        table.to_csv(args.csv, index=False)
-        report_written(args.csv)
-    if args.plot:
-        plot_compare(table, args.plot)
-        report_written(args.plot)
-    return 0
+        report.append("\nstar lower-bound family (ε = 1/m, n = 16, 300 draws): E cost / E opt must be >= 0.025/√ε")
+        report.append(lower_bound_table().round(3))
+    return Result(table, report, figure=lambda path: plot_compare(table, path))
 
 
 # ---------------------------------------------------------------------- bench
@@ -123,22 +133,21 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sizes", type=positive_int, nargs="*", default=[32, 64, 128, 256, 512], help="HST leaves of the sweep"
     )
-    p.add_argument("--time-limit", type=positive_float, default=300.0, help="seconds per highs solve")
     p.add_argument("--quick", action="store_true", help="10^4 points and sizes 32 64 128")
-    add_outputs(p, json="the measurements")
 
 
-def _run_bench(args) -> int:
+def _run_bench(args) -> Result:
     from .bench import run_bench
 
     if args.quick:
         args.points, args.sizes = 10_000, [32, 64, 128]
-    run_bench(args.points, args.sizes, args.time_limit, args.json)
-    return 0
+    return run_bench(args.points, args.sizes, args.time_limit)
 
 
 # ---------------------------------------------------------------------- release
 def _release_arguments(p: argparse.ArgumentParser) -> None:
+    from dpmodels.core.release import add_common_arguments
+
     p.add_argument(
         "--points",
         required=True,
@@ -147,7 +156,7 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--count-column", default="count", help="the column of client counts in --points")
     p.add_argument("--f", type=float, required=True, help="facility opening cost f > 0 (in coordinate units)")
     p.add_argument("--lam", type=float, default=1.5, help="lambda of the FRT tree, in (1, 2)")
-    p.add_argument("--radius-mode", default="tight", choices=list(RADIUS_MODES), help="FRT radii")
+    _radius_mode(p)
     p.add_argument("--tree-out", help="also write the published tree (node, parent, level, rep_point, in_R, ...)")
     add_common_arguments(p, {"--out": "where to write the published facilities CSV (node, level, point, x, y, ...)"})
 
@@ -204,15 +213,21 @@ FAMILY = Family(
     name="facility",
     package="dpmodels.facility",
     summary="private facility location: FRT trees, the HST mechanism, MIP and LP references",
-    compare=Command(
+    compare=experiment(
         "DP facility location: private cost vs MIP optimum vs LP bound, stretch, lower bound",
-        _compare_arguments,
         _run_compare,
+        options=COMPARE_OPTIONS,
+        arguments=_compare_arguments,
+        table="the cost table, one row per (n, ε, algorithm)",
+        plot="cost / opt against ε",
     ),
-    bench=Command(
+    bench=experiment(
         "FRT + mechanism on 10^5 points; UFL MIP on highs vs the tree DP as n grows",
-        _bench_arguments,
         _run_bench,
+        options=(std.time_limit(300.0, "seconds per highs solve"),),
+        arguments=_bench_arguments,
+        table="the measurements, one row per run (part: pipeline, tree_dp or tree_dp_scaling)",
+        json_help="the measurements",
     ),
     release=Command(
         "publish private facility locations for clients at points (points CSV with a count column)",

@@ -12,7 +12,7 @@ k-m-DV on its grid, gap 0.01) and Table 3 (161 s on 16 cores in MATLAB).
 
 from __future__ import annotations
 
-import json
+import logging
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,8 @@ __all__ = ["run_bench", "bench_rows", "PAPER_TABLE4", "PAPER_TABLE3_SECONDS"]
 #: Benders iterations to a 0.01 gap on the paper's grid (Table 4, spec 8.7) and time (Table 3, spec 8.6).
 PAPER_TABLE4 = {"k-m-DV": 143, "k-m-rec": 130, "k-m-adj": ">= 500", "BSC": 185}
 PAPER_TABLE3_SECONDS = {"k-m-DV": 161.4, "k-m-rec": 159.8, "k-m-adj": "max iter.", "BSC": 238.2}
+
+log = logging.getLogger(__name__)
 
 
 def bench_rows(instance: MDPInstance, blocks, partitioner: str, time_limit: float, gap: float = 1e-3) -> list[dict]:
@@ -66,38 +68,44 @@ def run_bench(
     time_limit: float = 300.0,
     rows: int = 20,
     cols: int = 25,
-    json_path: str | None = None,
     cell_km: float = 1.0,
-) -> pd.DataFrame:
-    """``cell_km = 1.5`` gives the sparser 4-neighbour grid whose partition sizes match the
-    paper's Table 1 (at 1 km every cell has 12 neighbours within eta = 2 km)."""
+):
+    """Every method at every epsilon: one row per run, the tables to print, the JSON document.
+
+    ``cell_km = 1.5`` gives the sparser 4-neighbour grid whose partition sizes match the
+    paper's Table 1 (at 1 km every cell has 12 neighbours within eta = 2 km).
+
+    Returns
+    -------
+    dpmodels.core.runner.Result
+        One row per (epsilon, run), both stopping rules side by side, and Benders beside the paper.
+    """
     import dpmodels.instances as instances
+    from dpmodels.core.runner import Result
 
     k = min(100, rows * cols)  # the paper's K = 100, or every cell of a smaller grid
-    print(
-        f"mDP bench: {rows} x {cols} grid, {cell_km:g} km cells, K = {k}, eta = 2 km, "
-        f"time limit {time_limit:g} s per run"
-    )
+    head = f"mDP bench: {rows} x {cols} grid, {cell_km:g} km cells, K = {k}, eta = 2 km, time limit {time_limit:g} s"
+    head += " per run"
+    log.info("%s", head)
+    shown = [head]
     results = []
     for eps in epsilons:
         inst = instances.generate("mdp/grid", seed=0, rows=rows, cols=cols, cell_km=cell_km, K=k, epsilon=eps)
         g = inst.graph
-        print(
-            f"\neps = {eps:g}/km: N = {inst.N}, neighbouring pairs = {g.n_pairs}, mDP rows = {g.n_pairs * inst.K:,}",
-            flush=True,
+        shown.append(
+            f"eps = {eps:g}/km: N = {inst.N}, neighbouring pairs = {g.n_pairs}, mDP rows = {g.n_pairs * inst.K:,}"
         )
-        batch = bench_rows(inst, blocks, partitioner, time_limit)
-        for row in batch:
-            print(f"  {row['run']:<24} {row['status']:<22} {row['seconds']:8.1f} s, certified gap {row['rel gap']}")
-        results.extend(batch)
+        log.info("%s", shown[-1])
+        for row in bench_rows(inst, blocks, partitioner, time_limit):
+            log.info(
+                "  %-24s %-22s %8.1f s, certified gap %s", row["run"], row["status"], row["seconds"], row["rel gap"]
+            )
+            results.append(row)
     frame = _with_ratios(pd.DataFrame(results))
     with pd.option_context("display.width", 250, "display.max_columns", 40):
-        print("\n" + frame[SHOWN].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        print("\nBenders beside the paper (Tables 3-4: its grid, the absolute gap 0.01, 16 cores in MATLAB):")
+        shown.append("\n" + frame[SHOWN].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        shown.append("\nBenders beside the paper (Tables 3-4: its grid, the absolute gap 0.01, 16 cores in MATLAB):")
         benders_rows = frame[frame.run.str.startswith("Benders")]
-        print(benders_rows[BENDERS_SHOWN].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    if json_path:
-        with open(json_path, "w") as fh:
-            json.dump(frame.replace({np.nan: None}).to_dict(orient="records"), fh, indent=1, default=str)
-        print(f"wrote {json_path}")
-    return frame
+        shown.append(benders_rows[BENDERS_SHOWN].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    document = frame.replace({np.nan: None}).to_dict(orient="records")
+    return Result(frame, shown, document=document)

@@ -13,12 +13,13 @@ under a time limit:
 
 Each run goes to the certified relative gap 1e-3 and is timed under both stopping rules, the
 paper's absolute gap 0.01 and the relative gap 1e-3, side by side
-(:mod:`~dpmodels.metricdp.bench_runs`); ``--repeat`` runs each measurement several times.
+(:mod:`~dpmodels.metricdp.bench_runs`); ``--runs`` runs each measurement several times.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import resource
 import subprocess
@@ -36,6 +37,8 @@ __all__ = ["SWEEP_METHODS", "RULES", "grid_shape", "sweep_run", "run_sweep", "sw
 SWEEP_METHODS = ("highs-simplex", "highs-ipm", "highs-pdlp", "mdp_ipm", "mdp_benders")
 #: Seconds a child may run past its time limit (instance, audit, imports) before it is stopped.
 CHILD_MARGIN = 180.0
+
+log = logging.getLogger(__name__)
 
 
 def grid_shape(n: int) -> tuple[int, int]:
@@ -91,47 +94,41 @@ def _in_child(method: str, n: int, epsilon: float, time_limit: float) -> dict:
 
 
 # ---------------------------------------------------------------------- the sweep
-def run_sweep(
-    sizes,
-    epsilons=(10.0,),
-    methods=SWEEP_METHODS,
-    time_limit: float = 300.0,
-    json_path: str | None = None,
-    plot_path: str | None = None,
-    repeat: int = 1,
-) -> pd.DataFrame:
-    """Every (epsilon, N, method) in its own child process, ``repeat`` times; prints each run as it
-    ends, then the table with both stopping rules side by side and each method's time over HiGHS
-    simplex's (medians over the repeats, with the range of the seconds)."""
+def run_sweep(sizes, epsilons=(10.0,), methods=SWEEP_METHODS, time_limit: float = 300.0, runs: int = 1):
+    """Every (epsilon, N, method) in its own child process, ``runs`` times; logs each run as it
+    ends; the table has both stopping rules side by side and each method's time over HiGHS
+    simplex's (medians over the runs, with the range of the seconds).
+
+    Returns
+    -------
+    dpmodels.core.runner.Result
+        The table (one row per (epsilon, N, method)), the JSON document (every run), the figure.
+    """
+    from dpmodels.core.runner import Result
+
     for n in sizes:
         grid_shape(n)  # every size checked before the first run
-    if repeat < 1:
-        raise DataValidationError("--repeat", f"must be at least 1, got {repeat}")
-    print(
+    if runs < 1:
+        raise DataValidationError("--runs", f"must be at least 1, got {runs}")
+    head = (
         f"mDP sweep (Fig. 6): 1 km grids, K = min(100, N), eta = 2 km, time limit {time_limit:g} s per run, "
-        f"{repeat} run(s) each"
+        f"{runs} run(s) each"
     )
-    print(f"load before timing: {_load()}", flush=True)
-    runs = []
+    log.info("%s", head)
+    log.info("load before timing: %s", _load())
+    done = []
     for eps in epsilons:
         for n in sizes:
             for method in methods:
-                for run in range(1, repeat + 1):
+                for run in range(1, runs + 1):
                     r = {**_in_child(method, n, eps, time_limit), "run": run}
-                    runs.append(r)
-                    print(f"  eps {eps:g} N {n:5d} {method:14s} run {run} {_line(r)}", flush=True)
-    print(f"load after: {_load()}")
-    frame = sweep_table(runs)
+                    done.append(r)
+                    log.info("  eps %g N %5d %-14s run %d %s", eps, n, method, run, _line(r))
+    log.info("load after: %s", _load())
+    frame = sweep_table(done)
     with pd.option_context("display.width", 220, "display.max_columns", 30):
-        print("\n" + frame.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-    if json_path:
-        with open(json_path, "w") as fh:
-            json.dump(runs, fh, indent=1, default=str)
-        print(f"wrote {json_path}")
-    if plot_path:
-        plot_sweep(frame, plot_path)
-        print(f"wrote {plot_path}")
-    return frame
+        shown = [head, "\n" + frame.to_string(index=False, float_format=lambda v: f"{v:.3g}")]
+    return Result(frame, shown, document=done, figure=lambda path: plot_sweep(frame, path))
 
 
 def _load() -> str:

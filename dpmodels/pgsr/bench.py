@@ -12,7 +12,7 @@ Numbers depend on the machine and its load; the ratios are what to read.
 
 from __future__ import annotations
 
-import json
+import logging
 import time
 
 import numpy as np
@@ -28,6 +28,8 @@ from .models import build_hierarchical_qip
 from .warmup import warm_up
 
 __all__ = ["figure7_sweep", "census_report", "run_bench"]
+
+log = logging.getLogger(__name__)
 
 BAR_SECONDS = 10.0
 BAR_GIGABYTES = 2.0
@@ -48,7 +50,7 @@ def figure7_sweep(sizes, time_limit: float = 120.0, epsilon: float = 1.0, seed: 
     """pgsr_dp on Model 1 vs clarabel and highs on Model 1-R, same noisy instance per N."""
     from dpmodels.instances.pgsr import taxi_like
 
-    from .dp import solve_hierarchical
+    from .algorithms.hierarchical import solve_hierarchical
 
     rows = []
     highs_gave_up = False
@@ -77,7 +79,7 @@ def figure7_sweep(sizes, time_limit: float = 120.0, epsilon: float = 1.0, seed: 
         row["clarabel / pgsr_dp"] = row["clarabel s"] / row["pgsr_dp s"]
         row["highs / pgsr_dp"] = row["highs s"] / row["pgsr_dp s"]
         rows.append(row)
-        print(_sweep_line(row), flush=True)
+        log.info("%s", _sweep_line(row))
     return pd.DataFrame(rows)
 
 
@@ -92,47 +94,55 @@ def _sweep_line(row: dict) -> str:
     )
 
 
-def run_bench(
-    sizes,
-    time_limit: float,
-    census_scale: float | None,
-    json_path: str | None = None,
-    epsilons=(1.0,),
-    variants=tuple(CENSUS_VARIANTS),
-) -> dict:
-    """Run (a) and (b) (every census variant at every epsilon), print the ratios and the bars, optionally save JSON."""
-    report: dict = {}
+def run_bench(sizes, time_limit: float, census_scale: float | None, epsilons=(1.0,), variants=tuple(CENSUS_VARIANTS)):
+    """Run (a) and (b) (every census variant at every epsilon): the ratios and the bars.
+
+    Returns
+    -------
+    dpmodels.core.runner.Result
+        One row per run (``part``: sweep or census), the report to print, and the JSON document
+        ``{"sweep": [...], "census": [...]}``.
+    """
+    from dpmodels.core.runner import Result
+
+    document: dict = {}
+    shown: list[str] = []
+    frames = []
     if sizes:
-        print(f"(a) Figure 7 sweep, taxi-like shape, epsilon = 1, truncated domains, time limit {time_limit:g}s")
+        log.info("(a) Figure 7 sweep, taxi-like shape, epsilon = 1, truncated domains, time limit %gs", time_limit)
         sweep = figure7_sweep(sizes, time_limit)
-        report["sweep"] = sweep.to_dict(orient="records")
+        document["sweep"] = sweep.to_dict(orient="records")
         ok = sweep["pgsr_dp obj"] + 1e-6 >= sweep["clarabel obj"].astype(float)
-        print(f"    relaxed optimum <= integer optimum on every N: {bool(ok.all())}")
+        shown.append(f"(a) Figure 7 sweep, taxi-like shape, epsilon = 1, truncated domains, time limit {time_limit:g}s")
+        shown += [_sweep_line(row) for row in document["sweep"]]
+        shown.append(f"    relaxed optimum <= integer optimum on every N: {bool(ok.all())}")
+        frames.append(sweep.assign(part="sweep"))
     if census_scale is not None:
-        report["census"] = census_report(census_scale, epsilons, variants)
-    if json_path:
-        with open(json_path, "w") as fh:
-            json.dump(report, fh, indent=2, default=str)
-        print(f"wrote {json_path}")
-    return report
+        document["census"], lines = census_report(census_scale, epsilons, variants)
+        shown += lines
+        frames.append(
+            pd.DataFrame(document["census"]).drop(columns=["L1 per level"], errors="ignore").assign(part="census")
+        )
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return Result(table, ["\n".join(shown)], document=document)
 
 
-def census_report(scale: float, epsilons, variants) -> list[dict]:
-    """Run every variant at every epsilon in child processes; print the table, the checks and the bar."""
+def census_report(scale: float, epsilons, variants) -> tuple[list[dict], list[str]]:
+    """Run every variant at every epsilon in child processes: the runs, and the table, the checks
+    and the bar as lines to print."""
     runs = []
     for epsilon in epsilons:
         for variant in variants:
-            print(f"(b) census-like, scale {scale:g}, epsilon {epsilon:g}: {variant} (child process)", flush=True)
+            log.info("(b) census-like, scale %g, epsilon %g: %s (child process)", scale, epsilon, variant)
             runs.append(census_in_child(variant, epsilon, scale))
-    print(census_table(runs))
-    for verdict in check_agreement(runs):
-        print(f"    {verdict}")
+    lines = [f"(b) census-like, scale {scale:g}", census_table(runs)]
+    lines += [f"    {verdict}" for verdict in check_agreement(runs)]
     if scale == 1.0:
         for r in runs:
             if r.get("variant") == BAR_VARIANT and "error" not in r:
                 fast, small = r["seconds"] <= BAR_SECONDS, r["peak RSS GB"] <= BAR_GIGABYTES
-                print(
+                lines.append(
                     f"    bar at epsilon {r['epsilon']:g} ({BAR_VARIANT}): <= {BAR_SECONDS:g} s "
                     f"{'met' if fast else 'NOT met'}; peak RSS <= {BAR_GIGABYTES:g} GB {'met' if small else 'NOT met'}"
                 )
-    return runs
+    return runs, lines

@@ -28,8 +28,8 @@ __all__ = ["CENSUS_VARIANTS", "census_run", "census_table", "check_agreement"]
 
 def _hierarchical(method: str, domains: str) -> Callable:
     def run(noisy):
-        from .dp import solve_hierarchical
-        from .window_dp import solve_exact
+        from .algorithms.hierarchical import solve_hierarchical
+        from .algorithms.window import solve_exact
 
         solver = solve_exact if method == "windows" else solve_hierarchical
         return solver(noisy, domains, on_infeasible="widen")
@@ -39,7 +39,7 @@ def _hierarchical(method: str, domains: str) -> Callable:
 
 def _cumulative(method: str, domains: str) -> Callable:
     def run(noisy):
-        from .cumulative_dp import solve_cumulative_dp
+        from .algorithms.cumulative import solve_cumulative_dp
 
         return solve_cumulative_dp(noisy, domains, method=method)
 
@@ -52,7 +52,7 @@ class TablesTooLarge(RuntimeError):
 
 def _chain(method: str, domains: str) -> Callable:
     def run(noisy):
-        from .chain_dp import TABLE_BUDGET, solve_chain
+        from .algorithms.chain import TABLE_BUDGET, solve_chain
 
         sol = solve_chain(noisy, domains, on_infeasible="widen", method="auto" if method == "dp" else method)
         if method == "dp" and sol.info["method"] != "dp":

@@ -1,7 +1,8 @@
 """What the PGSR family shows the ``dpmodels`` command: ``compare``, ``bench`` and ``release pgsr``.
 
-The library functions live in ``compare.py``, ``bench.py`` and ``release.py``; this module
-only declares their arguments and calls them (the shared tail is :mod:`dpmodels.core.commands`).
+The library functions live in ``compare.py``, ``table7.py``, ``bench.py`` and ``release.py``; this
+module declares the commands (standard options from :mod:`dpmodels.core.options`, the runner
+:mod:`dpmodels.core.runner`) and returns their tables; ``release pgsr`` is :mod:`.release_command`.
 The defaults finish in under 30 s on a small census-like instance; the paper's scale is
 behind flags (``--table7`` for both of its shapes at full size, or e.g. ``--instance
 pgsr/taxi-like --runs 30`` for one).
@@ -10,24 +11,18 @@ pgsr/taxi-like --runs 30`` for one).
 from __future__ import annotations
 
 import argparse
+import logging
 
-from dpmodels.core.commands import (
-    Command,
-    Family,
-    add_executor,
-    add_outputs,
-    add_progress,
-    nonnegative_int,
-    positive_float,
-    positive_int,
-    report_written,
-)
+from dpmodels.core import options as std
+from dpmodels.core.commands import Command, Family, nonnegative_int, positive_float, positive_int
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.options import Names, one_of
+from dpmodels.core.runner import Result, experiment
 from dpmodels.core.settings import parse_settings
 
-from .release_command import release_arguments, run_release_command
-
 __all__ = ["FAMILY"]
+
+log = logging.getLogger("dpmodels")
 
 COMPARE_INSTANCE = "pgsr/census-like"
 #: The built-in default (a newcomer's first run): a census of 30,000 households in 6 states and 60
@@ -44,25 +39,9 @@ TABLE7_QP_MAX_CELLS = 1_000_000
 
 # ---------------------------------------------------------------------- compare
 def _compare_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--instance", default=COMPARE_INSTANCE, help="instance or generator name (`dpmodels instances`)")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="generator option, e.g. --set scale=1 --set N=20 (repeatable; default for the built-in "
-        f"instance: {' '.join(f'{k}={v}' for k, v in COMPARE_SETTINGS.items())})",
-    )
     p.add_argument("--csv-hierarchy", help="your own data: a region,parent CSV, with --csv-counts or --csv-records")
     p.add_argument("--csv-counts", help="region,size,count (or wide) counts of the leaves (needs --csv-hierarchy)")
     p.add_argument("--csv-records", help="user,unit,region,quantity records (needs --csv-hierarchy)")
-    p.add_argument("--epsilon", type=positive_float, nargs="+", default=[0.1, 0.5, 1.0], help="privacy budgets")
-    p.add_argument(
-        "--runs",
-        type=positive_int,
-        default=None,
-        help="noisy runs per epsilon (default 5, 1 with --table7; the paper: 30)",
-    )
     p.add_argument(
         "--mechanisms",
         nargs="+",
@@ -76,7 +55,6 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         "pgsr_relax (Model 1-R on the plain data, seconds at census scale)",
     )
     p.add_argument("--qip-solver", default="scip", help="backend of the exact QIPs (M_H, M_c)")
-    p.add_argument("--time-limit", type=positive_float, default=None, help="seconds per QIP/QP solve")
     p.add_argument(
         "--domains",
         choices=["truncated", "full"],
@@ -89,7 +67,6 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         default="sound",
         help="chain noise of M_c^ch: sound L|R_l|/eps, or the paper's L/eps (not eps-DP)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic noise (experiments, not releases)")
     p.add_argument(
         "--table7",
         action="store_true",
@@ -108,14 +85,25 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         f"on a generic solver) run; on larger shapes their rows say 'not run' (default {TABLE7_QP_MAX_CELLS:,}; "
         "0 = no limit; each of them took 146-492 s and up to 12 GB at the census shape here)",
     )
-    add_executor(p)
-    add_outputs(p, csv="one row per run", plot="error and time against epsilon (with --table7: Figs. 8-9)")
-    add_progress(p)
+
+
+COMPARE_OPTIONS = (
+    std.instance(COMPARE_INSTANCE),
+    std.settings(
+        "generator option, e.g. --set scale=1 --set N=20 (repeatable; default for the built-in "
+        f"instance: {' '.join(f'{k}={v}' for k, v in COMPARE_SETTINGS.items())})"
+    ),
+    std.epsilon([0.1, 0.5, 1.0]),
+    std.runs(None, "noisy runs per epsilon (default 5, 1 with --table7; the paper: 30)"),
+    std.seed(0, "seed of the synthetic noise (experiments, not releases)"),
+    std.time_limit(None, "seconds per QIP/QP solve"),
+    std.executor(),
+)
 
 
 def _mechanism_options(args, mechanisms) -> dict[str, dict]:
     """Each mechanism's post-processing options from the command line, only those it takes."""
-    from .mechanism import MECHANISMS
+    from .postprocessing import MECHANISMS
 
     options = {}
     for name in mechanisms:
@@ -152,7 +140,7 @@ def _load(args):
     return instances.from_settings(args.instance, parse_settings(args.set), defaults)
 
 
-def _run_compare(args) -> int:
+def _run_compare(args) -> Result:
     from .compare import DEFAULT_MECHANISMS, compare_mechanisms, format_table7, plot_comparison, table7
 
     if args.table7:
@@ -164,7 +152,7 @@ def _run_compare(args) -> int:
     options = _mechanism_options(args, mechanisms)
     data = _load(args)
     runs_per_eps = args.runs or 5
-    print(f"instance: {data.name}  {data.hierarchy.describe()}  N = {data.N}  G = {data.G:,}")
+    title = f"instance: {data.name}  {data.hierarchy.describe()}  N = {data.N}  G = {data.G:,}"
     runs = compare_mechanisms(
         data,
         args.epsilon,
@@ -174,25 +162,14 @@ def _run_compare(args) -> int:
         options,
         args.calibration,
         executor=args.executor,
-        progress=not args.no_progress,
+        progress=args.progress,
     )
-    print(
+    legend = (
         f"\nmean over {runs_per_eps} runs per epsilon; L1 errors summed over the regions of each level; "
         "#CV = consistency violations; seconds = post-processing time"
     )
-    print(format_table7(table7(runs)))
-    _write_outputs(args, runs, lambda frame, path: plot_comparison(frame, path, title=data.name))
-    return 0
-
-
-def _write_outputs(args, runs, plot) -> None:
-    """``--csv``: one row per run; ``--plot``: ``plot(runs, path)``."""
-    if args.csv:
-        runs.to_csv(args.csv, index=False)
-        report_written(args.csv)
-    if args.plot:
-        plot(runs, args.plot)
-        report_written(args.plot)
+    figure = lambda path: plot_comparison(runs, path, title=data.name)  # noqa: E731
+    return Result(runs, [title, legend, format_table7(table7(runs))], figure=figure)
 
 
 def _table7_data(args) -> dict:
@@ -223,7 +200,7 @@ def _table7_data(args) -> dict:
     }
 
 
-def _run_table7(args) -> int:
+def _run_table7(args) -> Result:
     import time
 
     from .compare import DEFAULT_MECHANISMS
@@ -234,10 +211,12 @@ def _run_table7(args) -> int:
     options = _mechanism_options(args, mechanisms)  # names checked before any data is drawn
     datasets = _table7_data(args)
     max_cells = TABLE7_QP_MAX_CELLS if args.qp_max_cells is None else args.qp_max_cells
+    shapes = []
     for name, data in datasets.items():
         cells = data.hierarchy.n_regions * data.N
-        print(f"{TABLE7_SHAPES[name].label}: {data.name}  {data.hierarchy.describe()}  N = {data.N:,}  G = {data.G:,}")
-        print(f"    {cells:,} cells")
+        label = TABLE7_SHAPES[name].label
+        shapes.append(f"{label}: {data.name}  {data.hierarchy.describe()}  N = {data.N:,}  G = {data.G:,}")
+        shapes.append(f"    {cells:,} cells")
     runs = compare_shapes(
         datasets,
         args.epsilon,
@@ -248,18 +227,20 @@ def _run_table7(args) -> int:
         seed=args.seed,
         calibration=args.calibration,
         executor=args.executor,
-        progress=not args.no_progress,
+        progress=args.progress,
     )
-    print(report(runs, args.calibration, max_cells or None))
-    print(f"wall time: {time.perf_counter() - tick:.0f} s")
-    _write_outputs(args, runs, plot_figures)
-    return 1 if len(consistency_failures(runs)) else 0
+    log.info("wall time: %.0f s", time.perf_counter() - tick)
+    failed = len(consistency_failures(runs)) > 0
+    text = report(runs, args.calibration, max_cells or None)
+    return Result(runs, ["\n".join(shapes), text], figure=lambda path: plot_figures(runs, path), exit_code=int(failed))
 
 
 # ---------------------------------------------------------------------- bench
-def _bench_arguments(p: argparse.ArgumentParser) -> None:
-    from .census_bench import CENSUS_VARIANTS
+#: The census variants ``--census-variants`` takes (read when a value is checked or the help shown).
+CENSUS_VARIANTS = Names("dpmodels.pgsr.census_bench", "CENSUS_VARIANTS")
 
+
+def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sizes",
         type=positive_int,
@@ -267,58 +248,83 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
         default=[5, 10, 15, 20, 25, 30, 35, 40, 45, 50],
         help="group-size counts N of the taxi-like sweep",
     )
-    p.add_argument("--time-limit", type=positive_float, default=120.0, help="seconds per highs/clarabel solve")
     p.add_argument("--census-scale", type=positive_float, default=1.0, help="census-like scale (1 = 1.18e8 households)")
-    p.add_argument(
-        "--epsilon",
-        type=positive_float,
-        nargs="+",
-        default=[1.0],
-        help="budgets of the census run (Table 7: 0.1 0.5 1; the table DPs at 0.1 take minutes and ~10 GB)",
-    )
     p.add_argument(
         "--census-variants",
         nargs="+",
-        choices=list(CENSUS_VARIANTS),
-        default=list(CENSUS_VARIANTS),
+        type=one_of(CENSUS_VARIANTS, "variant"),
+        default=None,
         metavar="VARIANT",
-        help=f"mechanism/solver/domains runs of the census part, one child process each (default all: "
-        f"{' '.join(CENSUS_VARIANTS)})",
+        help=std.LazyHelp(
+            lambda: (
+                "mechanism/solver/domains runs of the census part, one child process each (default all: "
+                + " ".join(CENSUS_VARIANTS())
+                + ")"
+            )
+        ),
     )
     p.add_argument("--skip-sweep", action="store_true")
     p.add_argument("--skip-census", action="store_true")
     p.add_argument("--census-only", action="store_true", help="only the census run (same as --skip-sweep)")
     p.add_argument("--quick", action="store_true", help="N in (5, 10, 20), 30 s limit, census scale 0.1")
-    add_outputs(p, json="the measurements (seconds and peak memory of every run)")
 
 
-def _run_bench(args) -> int:
+BENCH_OPTIONS = (
+    std.epsilon([1.0], "budgets of the census run (Table 7: 0.1 0.5 1; the table DPs at 0.1 take minutes and ~10 GB)"),
+    std.time_limit(120.0, "seconds per highs/clarabel solve"),
+)
+
+
+def _run_bench(args) -> Result:
     from .bench import run_bench
 
     if args.quick:
         args.sizes, args.time_limit, args.census_scale = [5, 10, 20], 30.0, 0.1
     if args.census_only and args.skip_census:
         raise DataValidationError("--census-only", "cannot be combined with --skip-census")
-    run_bench(
+    return run_bench(
         sizes=[] if args.skip_sweep or args.census_only else args.sizes,
         time_limit=args.time_limit,
         census_scale=None if args.skip_census else args.census_scale,
-        json_path=args.json,
         epsilons=args.epsilon,
-        variants=args.census_variants,
+        variants=args.census_variants or CENSUS_VARIANTS(),
     )
-    return 0
+
+
+# ---------------------------------------------------------------------- release (in .release_command)
+def _release_arguments(p: argparse.ArgumentParser) -> None:
+    from .release_command import release_arguments
+
+    release_arguments(p)
+
+
+def _run_release(args) -> int:
+    from .release_command import run_release_command
+
+    return run_release_command(args)
 
 
 FAMILY = Family(
     name="pgsr",
     package="dpmodels.pgsr",
     summary="hierarchical group sizes (PGSR): Models 1-4, DP plugins, Table 7",
-    compare=Command("PGSR mechanisms on one instance (the paper's Table 7)", _compare_arguments, _run_compare),
-    bench=Command("pgsr_dp vs relaxed QPs (Figure 7 sweep) and the full census shape", _bench_arguments, _run_bench),
+    compare=experiment(
+        "PGSR mechanisms on one instance (the paper's Table 7)",
+        _run_compare,
+        options=COMPARE_OPTIONS,
+        arguments=_compare_arguments,
+        table="one row per run",
+        plot="error and time against epsilon (with --table7: Figs. 8-9)",
+    ),
+    bench=experiment(
+        "pgsr_dp vs relaxed QPs (Figure 7 sweep) and the full census shape",
+        _run_bench,
+        options=BENCH_OPTIONS,
+        arguments=_bench_arguments,
+        table="the measurements, one row per run (part: sweep or census)",
+        json_help="the measurements (seconds and peak memory of every run)",
+    ),
     release=Command(
-        "release group-size counts of a region hierarchy (records or counts CSVs)",
-        release_arguments,
-        run_release_command,
+        "release group-size counts of a region hierarchy (records or counts CSVs)", _release_arguments, _run_release
     ),
 )

@@ -11,7 +11,7 @@ one process:
 - the traced peak memory of building the instance and of each run (a second, traced run), beside the incidence size
   (``nnz``) and what a dense ``|E| x |V|`` matrix would take: the peak per non-zero stays flat, i.e.
   memory is linear in the input, not quadratic;
-- with ``--private EPS``: private Algorithm 1 (``cover="bases"``, ``T = r``) and Mitrovic's private greedy at each
+- with ``--epsilon EPS``: private Algorithm 1 (``cover="bases"``, ``T = r``) and Mitrovic's private greedy at each
   input epsilon, drawing from the secure generator with the exact samplers (the cost of exactness; no memory trace);
 - one greedy extension step on a graphic matroid (``--graphic V E``: a random graph, ``S`` a forest of half its
   rank): ``Lambda(S)`` by one connected-components labelling vs one union-find independence test per edge.
@@ -21,7 +21,6 @@ Numbers are printed as measured in one run; nothing here is a timed assertion.
 
 from __future__ import annotations
 
-import json
 import time
 import tracemalloc
 
@@ -105,8 +104,7 @@ def graphic_extension_rows(vertices: int, edges: int, seed: int = 0) -> list[dic
     ``edges``, ``S`` a random forest of half the rank: by one components labelling
     (:meth:`GraphicMatroid.extensions`) and by one independence test per edge (the generic
     :meth:`Matroid.extensions`), with the same answer checked."""
-    from .graphic_matroid import GraphicMatroid
-    from .matroids import Matroid
+    from .matroids import GraphicMatroid, Matroid
 
     rng = np.random.default_rng(seed)
     u = rng.integers(0, vertices, 2 * edges)
@@ -138,26 +136,30 @@ def graphic_extension_rows(vertices: int, edges: int, seed: int = 0) -> list[dic
     return rows
 
 
-def run_bench(
-    sizes, rank: int = 10, samples: int = 4, sampled_max: int = 1000, json_path=None, private=(), graphic=(1000, 5000)
-) -> pd.DataFrame:
+def run_bench(sizes, rank: int = 10, samples: int = 4, sampled_max: int = 1000, private=(), graphic=(1000, 5000)):
+    """Time greedy and continuous greedy at each ``|E|`` (and the private runs at ``private``
+    epsilons), and one greedy extension step on a graphic matroid.
+
+    Returns
+    -------
+    dpmodels.core.runner.Result
+        One row per (|E|, method), the tables to print, and ``{"sizes", "graphic extension"}``.
+    """
+    from dpmodels.core.runner import Result
+
     rows = []
     for n in sizes:
         rows += bench_rows(int(n), rank, samples, sampled_max, private=tuple(private))
     table = pd.DataFrame(rows)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        shown = [table.to_string(index=False, float_format=lambda v: f"{v:.4g}")]
     greedy_rows = table[table.method == "greedy"].set_index("|E|")
     cg_rows = table[table.method == "continuous greedy (closed form)"].set_index("|E|")
     ratio = (cg_rows.seconds / greedy_rows.seconds).rename("CG/greedy seconds")
     value = (cg_rows[VALUE] / greedy_rows[VALUE]).rename("CG/greedy true value (diagnostic)")
-    print("\n" + pd.concat([ratio, value], axis=1).to_string(float_format=lambda v: f"{v:.3g}"))
+    shown.append("\n" + pd.concat([ratio, value], axis=1).to_string(float_format=lambda v: f"{v:.3g}"))
     extension = graphic_extension_rows(*graphic) if graphic else []
     if extension:
-        print("\none greedy extension step on a graphic matroid:")
-        print(pd.DataFrame(extension).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    if json_path:
-        with open(json_path, "w") as fh:
-            json.dump({"sizes": rows, "graphic extension": extension}, fh, indent=1)
-        print(f"wrote {json_path}")
-    return table
+        shown.append("\none greedy extension step on a graphic matroid:")
+        shown.append(pd.DataFrame(extension).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return Result(table, shown, document={"sizes": rows, "graphic extension": extension})

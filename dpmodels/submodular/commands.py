@@ -1,8 +1,8 @@
 """What the submodular family shows the ``dpmodels`` command: ``compare``, ``bench`` and ``release submodular``.
 
-The library functions live in ``compare.py``, ``bench.py`` and ``release.py``; this module only
-declares their arguments and calls them (the shared tail is :mod:`dpmodels.core.commands`, and
-:mod:`dpmodels.core.release` for the release).  The
+The library functions live in ``compare.py``, ``bench.py`` and ``release.py``; this module declares
+the commands (standard options from :mod:`dpmodels.core.options`, the runner
+:mod:`dpmodels.core.runner`, and :mod:`dpmodels.core.release` for the release) and returns their tables.  The
 comparison's default (the greedy trap of spec 8.4, 3 budgets x 5 seeds) finishes in seconds;
 larger instances are behind ``--instance submodular/coverage --set n=...``.
 """
@@ -12,17 +12,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dpmodels.core.commands import (
-    Command,
-    Family,
-    add_outputs,
-    add_progress,
-    positive_float,
-    positive_int,
-    report_written,
-)
+from dpmodels.core import options as std
+from dpmodels.core.commands import Command, Family, positive_float, positive_int
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.release import add_common_arguments
+from dpmodels.core.options import LazyHelp, Names, one_of
+from dpmodels.core.runner import Result, experiment
 from dpmodels.core.settings import parse_settings
 
 __all__ = ["FAMILY"]
@@ -30,28 +24,18 @@ __all__ = ["FAMILY"]
 
 # ---------------------------------------------------------------------- compare
 def _compare_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--instance",
-        default="submodular/trap",
-        help="a submodular/... instance or generator name (`dpmodels instances`)",
-    )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="generator option, e.g. --set n=200 --set seed=3 (repeatable)",
-    )
-    p.add_argument(
-        "--epsilon", type=positive_float, nargs="+", default=[0.1, 1.0, 10.0], help="the paper's input epsilons"
-    )
-    p.add_argument("--seeds", type=positive_int, default=5, help="runs per randomized method and epsilon")
     p.add_argument("--T", type=positive_int, default=None, help="continuous-greedy steps (default: the rank r)")
-    add_outputs(p, csv="all runs, one row per (method, epsilon, seed)", plot="the privacy-utility curve")
-    add_progress(p)
 
 
-def _run_compare(args) -> int:
+COMPARE_OPTIONS = (
+    std.instance("submodular/trap", "a submodular/... instance or generator name (`dpmodels instances`)"),
+    std.settings("generator option, e.g. --set n=200 --set seed=3 (repeatable)"),
+    std.epsilon([0.1, 1.0, 10.0], "the paper's input epsilons"),
+    std.runs(5, "runs per randomized method and epsilon (seeds 0, 1, ...)"),
+)
+
+
+def _run_compare(args) -> Result:
     import dpmodels.instances as instances
 
     from .compare import compare_submodular, plot_curve, privacy_utility
@@ -60,21 +44,14 @@ def _run_compare(args) -> int:
     inst = instances.load(args.instance, **parse_settings(args.set))
     if not isinstance(inst, SubmodularInstance | KSubmodularInstance):
         raise DataValidationError("--instance", f"{args.instance!r} is not a submodular instance")
-    table, opt = compare_submodular(inst, args.epsilon, args.seeds, args.T, progress=not args.no_progress)
+    table, opt = compare_submodular(inst, args.epsilon, args.runs, args.T, progress=args.progress)
     F, M = inst.function, inst.matroid
-    print(
+    head = (
         f"instance: {inst.name}  |E| = {F.n}  rank = {M.r}  matroid = {M.kind}  "
         f"Delta = {F.sensitivity}  OPT = {opt:.6g} (true data, diagnostic)"
     )
     curve = privacy_utility(table)
-    print(curve.to_string(index=False))
-    if args.csv:
-        table.to_csv(args.csv, index=False)
-        report_written(args.csv)
-    if args.plot:
-        plot_curve(curve, args.plot)
-        report_written(args.plot)
-    return 0
+    return Result(table, [head, curve], figure=lambda path: plot_curve(curve, path))
 
 
 # ---------------------------------------------------------------------- bench
@@ -84,14 +61,6 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--samples", type=positive_int, default=4, help="m of the sampled-gradient run")
     p.add_argument("--sampled-max", type=positive_int, default=1000, help="largest |E| for the sampled-gradient run")
     p.add_argument(
-        "--private",
-        type=positive_float,
-        nargs="*",
-        default=[],
-        metavar="EPS",
-        help="also time private Alg. 1 and Mitrovic's greedy at these input epsilons (secure, exact)",
-    )
-    p.add_argument(
         "--graphic",
         type=positive_int,
         nargs=2,
@@ -99,14 +68,17 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
         metavar=("V", "E"),
         help="one greedy extension step on a random graphic matroid of V vertices and E edges",
     )
-    add_outputs(p, json="the measurements")
 
 
-def _run_bench(args) -> int:
+BENCH_OPTIONS = (
+    std.epsilon(None, "also time private Alg. 1 and Mitrovic's greedy at these input epsilons (secure, exact)"),
+)
+
+
+def _run_bench(args) -> Result:
     from .bench import run_bench
 
-    run_bench(args.sizes, args.rank, args.samples, args.sampled_max, args.json, args.private, args.graphic)
-    return 0
+    return run_bench(args.sizes, args.rank, args.samples, args.sampled_max, args.epsilon or (), args.graphic)
 
 
 # ---------------------------------------------------------------------- release
@@ -114,8 +86,12 @@ def _run_bench(args) -> int:
 RELEASE_INPUTS = ("--coverage", "--elements", "--partition", "--weights")
 
 
+#: The private algorithms ``release submodular --algorithm`` takes.
+SET_FUNCTION_ALGORITHMS = Names("dpmodels.submodular.release", "SET_FUNCTION_ALGORITHMS")
+
+
 def _release_arguments(p: argparse.ArgumentParser) -> None:
-    from .release import SET_FUNCTION_ALGORITHMS
+    from dpmodels.core.release import add_common_arguments
 
     p.add_argument("--coverage", required=True, help="element,user CSV: one row per element a user covers (private)")
     ground = p.add_mutually_exclusive_group(required=True)
@@ -139,8 +115,14 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--algorithm",
         default="mitrovic",
-        choices=list(SET_FUNCTION_ALGORITHMS),
-        help="private algorithm: Mitrovic's greedy, or continuous greedy (Alg. 1, Alg. 2) with swap rounding",
+        type=one_of(SET_FUNCTION_ALGORITHMS, "algorithm"),
+        help=LazyHelp(
+            lambda: (
+                "private algorithm, one of "
+                + ", ".join(SET_FUNCTION_ALGORITHMS())
+                + ": Mitrovic's greedy, or continuous greedy (Alg. 1, Alg. 2) with swap rounding"
+            )
+        ),
     )
     p.add_argument("--T", type=positive_int, help="continuous-greedy steps of alg1/alg2 (default: the rank r)")
     add_common_arguments(p, {"--out": "where to write the selected elements CSV (element,step or element,x)"})
@@ -226,15 +208,21 @@ FAMILY = Family(
     name="submodular",
     package="dpmodels.submodular",
     summary="private submodular maximization: greedy, continuous greedy, Alg. 1-4, exact samplers",
-    compare=Command(
+    compare=experiment(
         "greedy vs continuous greedy vs private algorithms, ratio to the MILP OPT, privacy-utility",
-        _compare_arguments,
         _run_compare,
+        options=COMPARE_OPTIONS,
+        arguments=_compare_arguments,
+        table="all runs, one row per (method, epsilon, seed)",
+        plot="the privacy-utility curve",
     ),
-    bench=Command(
+    bench=experiment(
         "continuous greedy vs greedy as |E| grows (sparse coverage), evaluations, time and memory",
-        _bench_arguments,
         _run_bench,
+        options=BENCH_OPTIONS,
+        arguments=_bench_arguments,
+        table="the measurements, one row per (|E|, method)",
+        json_help="the measurements",
     ),
     release=Command(
         "select elements privately: coverage CSV (element,user) on a declared matroid",

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-import json
+import logging
 import time
 
 import numpy as np
@@ -32,6 +32,8 @@ __all__ = ["random_node_problem", "rounding_sweep", "l2_sweep", "state_end_to_en
 
 POPULATION_1940 = 132_164_569
 E2E_HOURS = (5, 6)
+
+log = logging.getLogger(__name__)
 
 
 def random_node_problem(seed, children: int, cells: int, types: int = 8, flows: bool = True) -> NodeProblem:
@@ -122,12 +124,7 @@ def rounding_sweep(sizes, time_limit: float = 60.0, seed: int = 0) -> pd.DataFra
             ),
         }
         rows.append(row)
-        print(
-            f"  rounding m={children:4d} n={problem.n:5d} vars={row['variables']:7d}  flow {flow_s:7.3f}s  "
-            f"LP {lp_s:7.3f}s ({row['LP / flow']:5.1f}x)  MIP {mip_s:7.3f}s ({row['MIP / flow']:5.1f}x)  "
-            f"compiled LP {direct_s:6.3f}s  build {build:6.2f}s  same optimum: {row['same objective']}",
-            flush=True,
-        )
+        log.info("%s", _rounding_line(row))
     return pd.DataFrame(rows)
 
 
@@ -154,12 +151,7 @@ def l2_sweep(sizes, time_limit: float = 60.0, seed: int = 0) -> pd.DataFrame:
                 (res.incumbent_objective - best) / max(1.0, abs(best)) if res.incumbent_objective else np.nan
             )
         rows.append(row)
-        print(
-            f"  L2 m={children:4d} n={problem.n:5d} vars={row['variables']:7d}  tree {tree_s:7.4f}s  "
-            f"clarabel {row['clarabel s']:7.3f}s ({row['clarabel / tree']:7.0f}x)  "
-            f"highs {row['highs s']:7.3f}s ({row['highs / tree']:7.0f}x)",
-            flush=True,
-        )
+        log.info("%s", _l2_line(row))
     return pd.DataFrame(rows)
 
 
@@ -184,7 +176,8 @@ def state_end_to_end(
         "measure s": measure_s,
         "runs": [],
     }
-    print(f"  {data.name}: {out['geography']}, {data.population:,} persons, {data.schema.size} cells", flush=True)
+    out["name"] = data.name
+    log.info("%s", _state_lines(out)[0])
     reference = None
     for executor in executors:
         with _Clock() as clock:
@@ -202,41 +195,88 @@ def state_end_to_end(
             "methods": result.log[result.log.stage == "L1"].method.value_counts().to_dict(),
         }
         out["runs"].append(run)
-        print(
-            f"  executor={run['executor']:7s} total {total:8.1f}s  per level: "
-            + ", ".join(f"{k}: {v:.1f}s" for k, v in result.level_seconds.items())
-            + f"  violations: {sum(result.checks.values())}  same as serial: {same}",
-            flush=True,
-        )
+        log.info("%s", _run_line(run))
     serial, pooled = out["runs"][0]["seconds"], out["runs"][-1]["seconds"]
     out["speed-up"] = serial / pooled
     hours = [r["seconds"] * POPULATION_1940 / data.population / 3600 for r in out["runs"]]
     out["extrapolated hours for 1940"] = hours
-    print(f"  2-process speed-up: {out['speed-up']:.2f}x", flush=True)
-    print(
-        f"  linear extrapolation to the 1940 census ({POPULATION_1940:,} persons): "
-        + ", ".join(f"{r['executor']} {h:.1f} h" for r, h in zip(out["runs"], hours, strict=True))
-        + f"  (2018 E2E: {E2E_HOURS[0]}-{E2E_HOURS[1]} h on 4 vCPUs with Gurobi)",
-        flush=True,
-    )
     return out
 
 
-def run_bench(
-    rounding_sizes, l2_sizes, state_preset: str | None, races: int, time_limit: float, json_path: str | None = None
-) -> dict:
-    report: dict = {}
+def _rounding_line(row: dict) -> str:
+    return (
+        f"  rounding m={row['children']:4d} n={row['cells']:5d} vars={row['variables']:7d}  "
+        f"flow {row['flow s']:7.3f}s  "
+        f"LP {row['highs LP s']:7.3f}s ({row['LP / flow']:5.1f}x)  MIP {row['highs MIP s']:7.3f}s "
+        f"({row['MIP / flow']:5.1f}x)  compiled LP {row['compiled LP s']:6.3f}s  build {row['model build s']:6.2f}s  "
+        f"same optimum: {row['same objective']}"
+    )
+
+
+def _l2_line(row: dict) -> str:
+    return (
+        f"  L2 m={row['children']:4d} n={row['cells']:5d} vars={row['variables']:7d}  tree {row['tree s']:7.4f}s  "
+        f"clarabel {row['clarabel s']:7.3f}s ({row['clarabel / tree']:7.0f}x)  "
+        f"highs {row['highs s']:7.3f}s ({row['highs / tree']:7.0f}x)"
+    )
+
+
+def _run_line(run: dict) -> str:
+    return (
+        f"  executor={run['executor']:7s} total {run['seconds']:8.1f}s  per level: "
+        + ", ".join(f"{k}: {v:.1f}s" for k, v in run["level seconds"].items())
+        + f"  violations: {sum(run['checks'].values())}  same as serial: {run['same release as serial']}"
+    )
+
+
+def _state_lines(out: dict) -> list[str]:
+    """The end-to-end run as printed: the state, each executor, the speed-up and the extrapolation."""
+    lines = [f"  {out['name']}: {out['geography']}, {out['persons']:,} persons, {out['cells']} cells"]
+    lines += [_run_line(run) for run in out["runs"]]
+    if "speed-up" in out:
+        hours = out["extrapolated hours for 1940"]
+        lines.append(f"  2-process speed-up: {out['speed-up']:.2f}x")
+        lines.append(
+            f"  linear extrapolation to the 1940 census ({POPULATION_1940:,} persons): "
+            + ", ".join(f"{r['executor']} {h:.1f} h" for r, h in zip(out["runs"], hours, strict=True))
+            + f"  (2018 E2E: {E2E_HOURS[0]}-{E2E_HOURS[1]} h on 4 vCPUs with Gurobi)"
+        )
+    return lines
+
+
+def run_bench(rounding_sizes, l2_sizes, state_preset: str | None, races: int, time_limit: float):
+    """Run (a), (b) and (c): what to print, one row per measurement, and the JSON document.
+
+    Returns
+    -------
+    dpmodels.core.runner.Result
+        The rows (``part``: rounding, l2 or state), the report and ``{"rounding", "l2", "state"}``.
+    """
+    from dpmodels.core.runner import Result
+
+    document: dict = {}
+    shown: list[str] = []
+    frames = []
     if rounding_sizes:
-        print("(a) L1 rounding with GQ flows: topdown_flow vs highs LP (simplex) and MIP, same models")
-        report["rounding"] = rounding_sweep(rounding_sizes, time_limit).to_dict(orient="records")
+        shown.append("(a) L1 rounding with GQ flows: topdown_flow vs highs LP (simplex) and MIP, same models")
+        log.info("%s", shown[-1])
+        frame = rounding_sweep(rounding_sizes, time_limit)
+        document["rounding"] = frame.to_dict(orient="records")
+        shown += [_rounding_line(row) for row in document["rounding"]]
+        frames.append(frame.assign(part="rounding"))
     if l2_sizes:
-        print("(b) L2 with identity measurements: topdown_tree_l2 vs clarabel and highs, same models")
-        report["l2"] = l2_sweep(l2_sizes, time_limit).to_dict(orient="records")
+        shown.append("(b) L2 with identity measurements: topdown_tree_l2 vs clarabel and highs, same models")
+        log.info("%s", shown[-1])
+        frame = l2_sweep(l2_sizes, time_limit)
+        document["l2"] = frame.to_dict(orient="records")
+        shown += [_l2_line(row) for row in document["l2"]]
+        frames.append(frame.assign(part="l2"))
     if state_preset:
-        print(f"(c) synthetic state end to end (preset {state_preset!r}, {races} races), serial vs 2 processes")
-        report["state"] = state_end_to_end(state_preset, races)
-    if json_path:
-        with open(json_path, "w") as fh:
-            json.dump(report, fh, indent=2, default=str)
-        print(f"wrote {json_path}")
-    return report
+        shown.append(f"(c) synthetic state end to end (preset {state_preset!r}, {races} races), serial vs 2 processes")
+        log.info("%s", shown[-1])
+        document["state"] = state_end_to_end(state_preset, races)
+        shown += _state_lines(document["state"])
+        runs = [{k: v for k, v in r.items() if not isinstance(v, dict)} for r in document["state"]["runs"]]
+        frames.append(pd.DataFrame(runs).assign(part="state"))
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return Result(table, ["\n".join(shown)], document=document)

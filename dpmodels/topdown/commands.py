@@ -1,8 +1,8 @@
 """What the TopDown family shows the ``dpmodels`` command: ``compare``, ``bench`` and ``release topdown``.
 
 The library functions live in ``compare.py``, ``compare_report.py``, ``bench.py`` and
-``release.py``; this module only declares their arguments and calls them (the shared tail is
-:mod:`dpmodels.core.commands`).
+``release.py``; this module declares the commands (standard options from
+:mod:`dpmodels.core.options`, the runner :mod:`dpmodels.core.runner`) and returns their tables.
 The comparison's default (the ``tiny`` synthetic census, 4 budgets x 3 runs) finishes in
 seconds; larger geographies are behind ``--preset small|county|state``.
 """
@@ -13,18 +13,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from dpmodels.core.commands import (
-    Command,
-    Family,
-    add_executor,
-    add_outputs,
-    add_progress,
-    positive_float,
-    positive_int,
-    report_written,
-)
+from dpmodels.core import options as std
+from dpmodels.core.commands import Command, Family, add_progress, positive_int
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.release import add_common_arguments
+from dpmodels.core.options import Names, one_of
+from dpmodels.core.runner import Result, experiment
 from dpmodels.core.settings import parse_settings
 
 __all__ = ["FAMILY"]
@@ -47,26 +40,24 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         help="synthetic geography: tiny (seconds), small, county or state (the larger take minutes)",
     )
     p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="generator option of topdown/synthetic, e.g. --set races=4 --set edits=false "
-        "--set fanout=2,2,2,1,3 --set seed=3 (repeatable)",
-    )
-    p.add_argument("--epsilon", type=positive_float, nargs="+", default=[0.5, 1.0, 2.0, 4.0], help="privacy budgets")
-    p.add_argument("--runs", type=positive_int, default=3, help="noisy runs per epsilon")
-    p.add_argument(
         "--configs",
         nargs="+",
         default=None,
         help="configurations (default: lp-first flow no-edits; also l2-highs auto paper-weights paper-objective)",
     )
-    p.add_argument("--time-limit", type=positive_float, default=None, help="seconds per solve")
-    p.add_argument("--seed", type=int, default=0, help="noise seed (experiments, not releases)")
-    add_executor(p, "the (epsilon, run) tasks")
-    add_outputs(p, csv="one row per (config, epsilon, run, level)", plot="error per level against epsilon and time")
-    add_progress(p)
+
+
+COMPARE_OPTIONS = (
+    std.settings(
+        "generator option of topdown/synthetic, e.g. --set races=4 --set edits=false "
+        "--set fanout=2,2,2,1,3 --set seed=3 (repeatable)"
+    ),
+    std.epsilon([0.5, 1.0, 2.0, 4.0]),
+    std.runs(3, "noisy runs per epsilon"),
+    std.time_limit(None, "seconds per solve"),
+    std.seed(0, "noise seed (experiments, not releases)"),
+    std.executor("the (epsilon, run) tasks"),
+)
 
 
 def _load(args):
@@ -90,7 +81,7 @@ def _load(args):
     return instances.generate("topdown/synthetic", seed=seed, preset=args.preset, **settings)
 
 
-def _run_compare(args) -> int:
+def _run_compare(args) -> Result:
     from dataclasses import replace
 
     from .compare import compare_topdown, resolve_configs
@@ -104,30 +95,29 @@ def _run_compare(args) -> int:
     if args.time_limit is not None:
         configs = {name: replace(opts, time_limit=args.time_limit) for name, opts in configs.items()}
     kn = data.knowledge
-    print(
+    head = [
         f"instance: {data.name}  {data.geography.describe()}  cells = {data.schema.size}  "
         f"population = {data.population:,}  invariant totals down to level {kn.total_level}  edits = {len(kn.edits)}"
-    )
+    ]
     for name, opts in configs.items():
-        print(f"  {name}: L2 {opts.l2}, L1 {opts.l1}, edits {'on' if opts.edits else 'off'}")
+        head.append(f"  {name}: L2 {opts.l2}, L1 {opts.l1}, edits {'on' if opts.edits else 'off'}")
     runs = compare_topdown(
-        data, args.epsilon, args.runs, configs, args.seed, executor=args.executor, progress=not args.no_progress
+        data, args.epsilon, args.runs, configs, args.seed, executor=args.executor, progress=args.progress
     )
-    print(
+    legend = (
         f"\nmean over {args.runs} runs per epsilon; L1 error summed over the nodes of each level; "
         "total error/node = |released - true population| per node; solve counts = how each parent's "
         "rounding was obtained; seconds = wall time of the level"
     )
-    print(format_summary(summary_table(runs)))
-    print("\nviolations of the public constraints (summed over runs; '-' = not imposed by the configuration):")
-    print(violation_counts(runs).astype(object).fillna("-").to_string())
-    if args.csv:
-        runs.to_csv(args.csv, index=False)
-        report_written(args.csv)
-    if args.plot:
-        plot_topdown(runs, args.plot, title=data.name)
-        report_written(args.plot)
-    return 0
+    violations = violation_counts(runs).astype(object).fillna("-").to_string()
+    report = [
+        "\n".join(head),
+        legend,
+        format_summary(summary_table(runs)),
+        "\nviolations of the public constraints (summed over runs; '-' = not imposed by the configuration):",
+        violations,
+    ]
+    return Result(runs, report, figure=lambda path: plot_topdown(runs, path, title=data.name))
 
 
 # ---------------------------------------------------------------------- bench
@@ -155,12 +145,10 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--races", type=positive_int, default=63, help="race categories (63 = the full 2016-cell PL94 schema)"
     )
-    p.add_argument("--time-limit", type=positive_float, default=120.0, help="seconds per highs/clarabel solve")
     p.add_argument("--quick", action="store_true", help="sizes 4x64 16x512, the 'county' preset, 30 s limit")
-    add_outputs(p, json="the measurements")
 
 
-def _run_bench(args) -> int:
+def _run_bench(args) -> Result:
     from dpmodels.instances.topdown import PRESETS
 
     from .bench import run_bench
@@ -170,24 +158,27 @@ def _run_bench(args) -> int:
     if args.preset != "none" and args.preset not in PRESETS:
         raise DataValidationError("--preset", f"must be 'none' or one of {sorted(PRESETS)}, got {args.preset!r}")
     preset = None if args.preset == "none" else args.preset
-    run_bench(args.sizes, args.sizes, preset, args.races, args.time_limit, args.json)
-    return 0
+    return run_bench(args.sizes, args.sizes, preset, args.races, args.time_limit)
 
 
 # ---------------------------------------------------------------------- release
+#: The geographic levels ``--total-level`` takes.
+LEVELS = Names("dpmodels.instances.topdown", "LEVELS")
+
+
 def _release_arguments(p: argparse.ArgumentParser) -> None:
-    from dpmodels.instances.topdown import LEVELS
+    from dpmodels.core.release import add_common_arguments
 
     p.add_argument("--persons", required=True, help="person records: geocode (15 digits) + hhgq, votingage, ...")
     p.add_argument("--races", type=positive_int, default=63, help="cenrace categories of the schema (1..63)")
-    p.add_argument("--total-level", default="state", choices=list(LEVELS), help="deepest invariant population")
+    p.add_argument("--total-level", default="state", type=one_of(LEVELS, "level"), help="deepest invariant population")
     p.add_argument(
         "--blocks",
         help="CSV with a geocode column: the public list of blocks, empty ones too (required; persons in "
         "other blocks are left out). Only an experiment declared --not-private may omit it and take the "
         "blocks that appear in --persons, which depend on the data",
     )
-    add_executor(p, "the solves of a level")
+    std.executor("the solves of a level").add(p)
     add_progress(p)
     add_common_arguments(p, RELEASE_OUTPUTS)
 
@@ -266,15 +257,21 @@ FAMILY = Family(
     name="topdown",
     package="dpmodels.topdown",
     summary="census TopDown: per-level L2 + L1 post-processing, flow rounder, releases of person records",
-    compare=Command(
+    compare=experiment(
         "TopDown post-processing configurations on a synthetic census (spec 5, project-defined)",
-        _compare_arguments,
         _run_compare,
+        options=COMPARE_OPTIONS,
+        arguments=_compare_arguments,
+        table="one row per (config, epsilon, run, level)",
+        plot="error per level against epsilon and time",
     ),
-    bench=Command(
+    bench=experiment(
         "flow rounder vs HiGHS, tree L2 vs QP solvers, and a whole synthetic state end to end",
-        _bench_arguments,
         _run_bench,
+        options=(std.time_limit(120.0, "seconds per highs/clarabel solve"),),
+        arguments=_bench_arguments,
+        table="the measurements, one row per run (part: rounding, l2 or state)",
+        json_help="the measurements",
     ),
     release=Command(
         "release census microdata and histograms with TopDown (person records CSV)",

@@ -280,7 +280,7 @@ def test_bench_noise_runs_both_tables_at_a_tiny_size(tmp_path):
     from dpmodels import cli
 
     out = tmp_path / "noise.json"
-    argv = ["bench", "noise", "--cells", "2000", "--repeats", "1", "--opendp-cells", "200"]
+    argv = ["bench", "noise", "--cells", "2000", "--runs", "1", "--opendp-cells", "200"]
     assert cli.main([*argv, "--em-candidates", "50", "--em-draws", "3", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert [row["scores"] for row in doc["exponential mechanism"]][0] == "all tied"

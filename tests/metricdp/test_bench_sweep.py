@@ -92,10 +92,11 @@ def test_repeated_runs_give_medians_ranges_and_rules_met_in_most_runs():
     assert ipm["s to rel 1e-3"] != ipm["s to rel 1e-3"]  # met in one run of three: no median (NaN)
 
 
-def test_repeat_runs_each_measurement_in_its_own_child(capsys):
-    argv = ["bench", "mdp", "--sweep-n", "12", "--epsilon", "2", "--methods", "highs-simplex", "--repeat", "2"]
+def test_runs_repeat_each_measurement_in_its_own_child(capsys):
+    argv = ["bench", "mdp", "--sweep-n", "12", "--epsilon", "2", "--methods", "highs-simplex", "--runs", "2"]
     assert cli.main([*argv, "--time-limit", "60"]) == 0
-    out = capsys.readouterr().out
-    assert "run 1" in out and "run 2" in out and "seconds min" in out
-    assert cli.main(["bench", "mdp", "--repeat", "2"]) == 2  # repeats belong to the sweep
-    assert "--repeat" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "run 1" in captured.err and "run 2" in captured.err  # each run logged as it ends
+    assert "seconds min" in captured.out and "run 1" not in captured.out  # the table: medians over the runs
+    assert cli.main(["bench", "mdp", "--runs", "2"]) == 2  # runs belong to the sweep
+    assert "--runs" in capsys.readouterr().err

@@ -14,7 +14,7 @@ def run(*args):
 
 def test_compare_submodular_on_the_trap_writes_csv_and_plot(tmp_path):
     csv, png = tmp_path / "runs.csv", tmp_path / "curve.png"
-    proc = run("compare", "submodular", "--seeds", "2", "--epsilon", "0.5", "5", "--csv", str(csv), "--plot", str(png))
+    proc = run("compare", "submodular", "--runs", "2", "--epsilon", "0.5", "5", "--csv", str(csv), "--plot", str(png))
     assert proc.returncode == 0, proc.stderr
     assert "OPT = 2" in proc.stdout and "private CG (Alg. 1)" in proc.stdout
     table = pd.read_csv(csv)
@@ -28,11 +28,11 @@ def test_compare_submodular_on_the_trap_writes_csv_and_plot(tmp_path):
 
 def test_compare_submodular_k_instance_and_bad_epsilon():
     proc = run(
-        "compare", "submodular", "--instance", "submodular/k-coverage", "--set", "n=6", "--seeds", "1", "--epsilon", "1"
+        "compare", "submodular", "--instance", "submodular/k-coverage", "--set", "n=6", "--runs", "1", "--epsilon", "1"
     )
     assert proc.returncode == 0, proc.stderr
     assert "Alg. 3" in proc.stdout and "Alg. 4" in proc.stdout
-    bad = run("compare", "submodular", "--epsilon", "-1", "--seeds", "1")
+    bad = run("compare", "submodular", "--epsilon", "-1", "--runs", "1")
     assert bad.returncode == 2 and "epsilon" in bad.stderr
 
 
@@ -54,9 +54,9 @@ def test_bench_submodular_small(tmp_path):
 
 
 def test_bench_submodular_times_the_private_runs(tmp_path):
-    """``--private EPS`` adds private Alg. 1 and Mitrovic's greedy (secure generator, exact samplers)."""
+    """``--epsilon EPS`` adds private Alg. 1 and Mitrovic's greedy (secure generator, exact samplers)."""
     out = tmp_path / "bench.json"
-    argv = ["--sizes", "60", "--rank", "3", "--private", "1", "--graphic", "30", "60", "--json", str(out)]
+    argv = ["--sizes", "60", "--rank", "3", "--epsilon", "1", "--graphic", "30", "60", "--json", str(out)]
     proc = run("bench", "submodular", *argv)
     assert proc.returncode == 0, proc.stderr
     rows = {r["method"]: r for r in json.loads(out.read_text())["sizes"]}

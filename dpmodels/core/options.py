@@ -1,0 +1,252 @@
+"""The standard options of the experiment commands (``compare`` and ``bench``), each declared once.
+
+A family's command lists the standard options it takes, each with its own default and, where
+the words differ, its own help; the flag, its type, its check and the attribute it sets are
+written here only:
+
+===================  =============================================  =====================
+option               what                                           attribute
+===================  =============================================  =====================
+``--instance``       an instance or generator name                  ``args.instance``
+``--set KEY=VALUE``  an instance option (repeatable)                ``args.set`` (list)
+``--epsilon``        one or several privacy budgets                 ``args.epsilon`` (list)
+``--runs``           the run count (never ``--seeds``/``--repeat``)  ``args.runs``
+``--seed``           seed of an experiment's randomness             ``args.seed``
+``--executor``       where independent runs run                     ``args.executor``
+``--time-limit``     seconds per solve (or per run)                 ``args.time_limit``
+===================  =============================================  =====================
+
+Every experiment also takes the outputs (``--csv``, ``--parquet``, ``--json``, and ``--plot``
+when it draws a figure), ``-q``/``--quiet``, ``-v``/``--verbose`` and ``--no-progress``; the
+runner (:mod:`dpmodels.core.runner`) adds those.  The release commands take their budget and
+seed from :func:`dpmodels.core.release.add_common_arguments` (exact budgets, a seed only for
+an experiment declared not private).
+
+This module imports the standard library only: a family's ``commands.py`` reads it at import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .commands import executor_name, nonnegative_int, positive_float, positive_int
+
+__all__ = [
+    "Option",
+    "STANDARD_FLAGS",
+    "instance",
+    "settings",
+    "epsilon",
+    "runs",
+    "seed",
+    "executor",
+    "time_limit",
+    "Names",
+    "one_of",
+    "LazyHelp",
+]
+
+#: Attribute set on every argparse action a standard option adds (the tests read it).
+MARK = "dpmodels_standard"
+
+
+@dataclass(frozen=True)
+class Option:
+    """A standard option as one command uses it: the flag and what ``add_argument`` gets.
+
+    Parameters
+    ----------
+    name : str
+        The standard option's name (``"epsilon"``, ``"runs"``...).
+    flags : tuple of str
+        Its flags, e.g. ``("--epsilon",)``.
+    kwargs : dict
+        ``add_argument``'s keywords: the standard type and the command's default and help.
+    """
+
+    name: str
+    flags: tuple[str, ...]
+    kwargs: dict = field(default_factory=dict)
+
+    def add(self, parser: argparse.ArgumentParser) -> argparse.Action:
+        """Add the option to ``parser``; the action is marked as standard."""
+        action = parser.add_argument(*self.flags, **self.kwargs)
+        setattr(action, MARK, self.name)
+        return action
+
+
+def instance(default: str | None, help: str = "instance or generator name (`dpmodels instances`)") -> Option:
+    """``--instance NAME``: the instance or generator a command runs on.
+
+    Parameters
+    ----------
+    default : str or None
+        The command's built-in instance.
+    help : str
+        What the name may be for this command.
+    """
+    return Option("instance", ("--instance",), {"default": default, "metavar": "NAME", "help": help})
+
+
+def settings(help: str = "instance option, e.g. --set N=20 (repeatable)") -> Option:
+    """``--set KEY=VALUE``: an option of the instance or generator, repeatable (``args.set``).
+
+    Parameters
+    ----------
+    help : str
+        Examples of this command's keys.
+    """
+    return Option("set", ("--set",), {"action": "append", "default": [], "metavar": "KEY=VALUE", "help": help})
+
+
+def epsilon(default: Sequence[float] | None, help: str = "privacy budgets") -> Option:
+    """``--epsilon EPS [EPS ...]``: one or several budgets, each a finite number > 0 (``args.epsilon``).
+
+    Parameters
+    ----------
+    default : sequence of float or None
+        The command's budgets (``None``: not given).
+    help : str
+        What the budgets are for this command.
+    """
+    given = None if default is None else list(default)
+    return Option(
+        "epsilon",
+        ("--epsilon",),
+        {"type": positive_float, "nargs": "+", "default": given, "metavar": "EPS", "help": help},
+    )
+
+
+def runs(default: int | None, help: str = "runs per epsilon") -> Option:
+    """``--runs N``: the run count, an integer > 0 (``args.runs``); the one name in every family.
+
+    Parameters
+    ----------
+    default : int or None
+        The command's count (``None`` when it depends on other options; say so in ``help``).
+    help : str
+        What one run is for this command.
+    """
+    return Option("runs", ("--runs",), {"type": positive_int, "default": default, "metavar": "N", "help": help})
+
+
+def seed(default: int = 0, help: str = "seed of the experiment's randomness (experiments, not releases)") -> Option:
+    """``--seed S``: an integer >= 0 (``args.seed``).
+
+    Parameters
+    ----------
+    default : int
+        The command's seed.
+    help : str
+        What the seed drives for this command.
+    """
+    return Option("seed", ("--seed",), {"type": nonnegative_int, "default": default, "metavar": "S", "help": help})
+
+
+def executor(what: str = "independent runs", default: str = "serial") -> Option:
+    """``--executor``: serial, process, dask or a number of processes (``args.executor``).
+
+    Parameters
+    ----------
+    what : str
+        What runs on the executor for this command.
+    default : str
+        The command's executor.
+    """
+    text = f"where {what} run: serial, process, dask, or a number of processes"
+    return Option("executor", ("--executor",), {"type": executor_name, "default": default, "help": text})
+
+
+def time_limit(default: float | None, help: str = "seconds per solve") -> Option:
+    """``--time-limit SECONDS``: a finite number > 0 (``args.time_limit``).
+
+    Parameters
+    ----------
+    default : float or None
+        The command's limit (``None``: none).
+    help : str
+        What the limit applies to for this command.
+    """
+    kwargs = {"type": positive_float, "default": default, "metavar": "SECONDS", "help": help}
+    return Option("time_limit", ("--time-limit",), kwargs)
+
+
+#: The standard options' flags (the runner's are added by :mod:`dpmodels.core.runner`).
+STANDARD_FLAGS = ("--instance", "--set", "--epsilon", "--runs", "--seed", "--executor", "--time-limit")
+
+
+# ---------------------------------------------------------------------- names a family module declares
+class Names:
+    """Names a family module declares (``METHODS``, ``PARTITIONERS``...), read on first use.
+
+    The command line is built without importing the family's algorithms (``dpmodels --help``
+    stays fast); the module is imported when a value is checked or the help is shown.
+
+    Parameters
+    ----------
+    module : str
+        The absolute module name, e.g. ``"dpmodels.metricdp.compare"``.
+    attribute : str
+        A mapping or sequence of names in it.
+    """
+
+    def __init__(self, module: str, attribute: str):
+        self.module, self.attribute = module, attribute
+
+    def __call__(self) -> list[str]:
+        return list(getattr(importlib.import_module(self.module), self.attribute))
+
+
+def one_of(names: Names, what: str) -> Callable[[str], str]:
+    """An argparse type accepting one of ``names()``: checked at parse time (exit code 2) with
+    argparse's own message for a bad choice.
+
+    Parameters
+    ----------
+    names : Names
+        The allowed values.
+    what : str
+        What a value is (``"method"``), for the message and the help's metavar.
+    """
+
+    def parse(text: str) -> str:
+        allowed = names()
+        if text not in allowed:
+            choices = ", ".join(repr(name) for name in allowed)
+            raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {choices})")
+        return text
+
+    parse.__name__ = what
+    return parse
+
+
+class LazyHelp:
+    """A help text computed when argparse shows it (e.g. one that lists :class:`Names`).
+
+    Parameters
+    ----------
+    make : callable
+        Returns the text.
+    """
+
+    def __init__(self, make: Callable[[], str]):
+        self._make = make
+
+    def __str__(self) -> str:
+        return self._make().replace("%", "%%")
+
+    def __mod__(self, params: Any) -> str:
+        return str(self) % params
+
+    def __contains__(self, part: str) -> bool:
+        return part in str(self)
+
+    def __add__(self, other: str) -> str:
+        return str(self) + other
+
+    def strip(self) -> str:
+        return str(self).strip()
