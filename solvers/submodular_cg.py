@@ -18,7 +18,7 @@ from pyomo.common.config import In
 from dpmodels.core.errors import PrivacyParameterError
 from dpmodels.submodular.algorithms import continuous_greedy
 from dpmodels.submodular.continuous_mechanisms import improved_private_continuous_greedy, private_continuous_greedy
-from dpmodels.submodular.graphic_matroid import GraphicMatroid
+from dpmodels.submodular.matroids import GraphicMatroid
 from dpmodels.submodular.models import martin_values
 
 from .base import Option, StructureSolution, StructureSolver, converged

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpmodels.submodular.graphic_matroid import GraphicMatroid
+from dpmodels.submodular.matroids import GraphicMatroid
 from dpmodels.submodular.models import martin_values
 
 from .base import StructureSolver, converged

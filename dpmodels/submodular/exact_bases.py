@@ -41,9 +41,7 @@ from dpmodels.core.selection import as_rational, exponential_mechanism
 from .exact_coins import ExpCoins, logistic_bernoulli
 from .exact_graphic import sample_forest
 from .exact_laminar import sample_laminar
-from .graphic_matroid import GraphicMatroid
-from .laminar_matroid import LaminarMatroid
-from .matroids import ExplicitMatroid, Matroid, PartitionMatroid, UniformMatroid
+from .matroids import ExplicitMatroid, GraphicMatroid, LaminarMatroid, Matroid, PartitionMatroid, UniformMatroid
 
 __all__ = ["ENUMERATE_MAX", "integer_vector", "conditional_poisson", "sample_base"]
 

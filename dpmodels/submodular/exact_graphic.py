@@ -25,7 +25,7 @@ from fractions import Fraction
 import numpy as np
 
 from .exact_coins import DIGITS, LazyUniform, exp_bounds
-from .graphic_matroid import GraphicMatroid
+from .matroids import GraphicMatroid
 
 __all__ = ["sample_forest"]
 

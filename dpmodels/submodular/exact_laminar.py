@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from .exact_coins import DIGITS, LazyUniform, decimal_context, decimal_exp_bounds
-from .laminar_matroid import LaminarMatroid
+from .matroids import LaminarMatroid
 
 __all__ = ["sample_laminar"]
 

@@ -19,9 +19,8 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker
 
-from .graphic_matroid import GraphicMatroid
 from .k_submodular_functions import KCoverage
-from .matroids import Matroid, check_pair
+from .matroids import GraphicMatroid, Matroid, check_pair
 from .multilinear import pyomo_multilinear
 from .set_functions import FacilityLocation, WeightedCoverage
 

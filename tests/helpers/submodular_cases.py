@@ -2,9 +2,13 @@
 
 import numpy as np
 
-from dpmodels.submodular.graphic_matroid import GraphicMatroid
-from dpmodels.submodular.laminar_matroid import LaminarMatroid
-from dpmodels.submodular.matroids import ExplicitMatroid, PartitionMatroid, UniformMatroid
+from dpmodels.submodular.matroids import (
+    ExplicitMatroid,
+    GraphicMatroid,
+    LaminarMatroid,
+    PartitionMatroid,
+    UniformMatroid,
+)
 
 
 def make(kind: str):

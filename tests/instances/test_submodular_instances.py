@@ -10,8 +10,7 @@ from dpmodels import instances
 from dpmodels.core.errors import DataValidationError
 from dpmodels.submodular.data import SubmodularInstance
 from dpmodels.submodular.function_checks import submodularity_violations
-from dpmodels.submodular.graphic_matroid import GraphicMatroid
-from dpmodels.submodular.matroids import PartitionMatroid, UniformMatroid
+from dpmodels.submodular.matroids import GraphicMatroid, PartitionMatroid, UniformMatroid
 
 
 def test_registered_names():

@@ -25,9 +25,7 @@ from dpmodels.submodular import continuous_mechanisms, exact_bases, exponential,
 from dpmodels.submodular.exact_bases import sample_base
 from dpmodels.submodular.exact_coins import ExpCoins, logistic_bernoulli
 from dpmodels.submodular.exponential import em_choice, em_probabilities, inverse_temperature
-from dpmodels.submodular.graphic_matroid import GraphicMatroid
-from dpmodels.submodular.laminar_matroid import LaminarMatroid
-from dpmodels.submodular.matroids import Matroid, PartitionMatroid, UniformMatroid
+from dpmodels.submodular.matroids import GraphicMatroid, LaminarMatroid, Matroid, PartitionMatroid, UniformMatroid
 
 
 def chacha(key: int) -> np.random.Generator:

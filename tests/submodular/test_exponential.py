@@ -14,8 +14,7 @@ from scipy.stats import chisquare
 
 from dpmodels.submodular.exact_bases import sample_base
 from dpmodels.submodular.exponential import em_choice, em_probabilities
-from dpmodels.submodular.graphic_matroid import GraphicMatroid
-from dpmodels.submodular.matroids import UniformMatroid
+from dpmodels.submodular.matroids import GraphicMatroid, UniformMatroid
 
 BIG = 1e16  # float spacing 2 here: 1e16 + 2 and 1e16 + 4 are exact
 

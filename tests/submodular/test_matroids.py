@@ -14,9 +14,7 @@ import dpmodels
 from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.submodular.continuous_mechanisms import grid_cover
 from dpmodels.submodular.data import as_mask
-from dpmodels.submodular.graphic_matroid import GraphicMatroid
-from dpmodels.submodular.laminar_matroid import LaminarMatroid
-from dpmodels.submodular.matroids import ExplicitMatroid, PartitionMatroid
+from dpmodels.submodular.matroids import ExplicitMatroid, GraphicMatroid, LaminarMatroid, PartitionMatroid
 from dpmodels.submodular.models import build_matroid_lp
 
 

@@ -314,7 +314,7 @@ def test_algorithm_1_base_sampler_paths_match_the_exact_law(path, monkeypatch):
     ``alg1_distribution``: the trap's partition matroid (one conditional Poisson per block), and a
     graphic matroid through the enumerated bases or, forced, the exact sequential forest sampler."""
     from dpmodels.submodular import exact_bases
-    from dpmodels.submodular.graphic_matroid import GraphicMatroid
+    from dpmodels.submodular.matroids import GraphicMatroid
     from dpmodels.submodular.set_functions import WeightedCoverage
 
     if path == "partition":

@@ -17,11 +17,16 @@ from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.submodular.continuous_mechanisms import improved_private_continuous_greedy, private_continuous_greedy
 from dpmodels.submodular.data import SetFunction
 from dpmodels.submodular.function_checks import check_sensitivity
-from dpmodels.submodular.graphic_matroid import GraphicMatroid
 from dpmodels.submodular.greedy_mechanisms import mitrovic_private_greedy, private_k_greedy
 from dpmodels.submodular.k_submodular_functions import KCoverage, SeparableSum, ad_slots
-from dpmodels.submodular.laminar_matroid import LaminarMatroid
-from dpmodels.submodular.matroids import ExplicitMatroid, PartitionMatroid, UniformMatroid, esp_sample
+from dpmodels.submodular.matroids import (
+    ExplicitMatroid,
+    GraphicMatroid,
+    LaminarMatroid,
+    PartitionMatroid,
+    UniformMatroid,
+    esp_sample,
+)
 from dpmodels.submodular.set_functions import CallableFunction, DecomposableSum, FacilityLocation, WeightedCoverage
 
 # ----------------------------------------------------------------------------- F1: record certification

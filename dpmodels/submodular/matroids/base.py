@@ -6,11 +6,11 @@ Each matroid has an independence oracle, rank, the greedy max-weight independent
 the product-weight distribution ``Pr[B] ~ prod_{e in B} exp(l_e)`` (exact up to float rounding;
 Algorithm 2 uses it for its data-independent uniform bases, while the private exponential
 mechanism over bases, spec 3.1 ``cover="bases"``, draws with the exact sampler of
-:mod:`.exact_bases`), the strong-exchange step of swap rounding, membership in the matroid
+:mod:`..exact.bases`), the strong-exchange step of swap rounding, membership in the matroid
 polytope (6.2) and the Pyomo constraints of the polytope (6.1).  :class:`Matroid` implements all
 of it from the independence oracle alone, by enumeration where it must; each kind overrides what
 its structure makes fast.  The kinds with a toolkit of their own live apart:
-:mod:`.laminar_matroid` (tree polynomials) and :mod:`.graphic_matroid` (the matrix-tree sampler
+:mod:`.laminar` (tree polynomials) and :mod:`.graphic` (the matrix-tree sampler
 and Martin's compact extended formulation).
 """
 
@@ -25,7 +25,7 @@ from scipy.special import logsumexp
 
 from dpmodels.core.errors import DataValidationError
 
-from .data import as_mask
+from ..data import as_mask
 
 __all__ = [
     "check_pair",

@@ -18,8 +18,8 @@ import pyomo.environ as pyo
 
 from dpmodels.core.errors import DataValidationError
 
-from .data import as_mask
-from .matroids import TOL, Matroid
+from ..data import as_mask
+from .base import TOL, Matroid
 
 __all__ = ["LaminarMatroid"]
 

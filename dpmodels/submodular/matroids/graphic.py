@@ -1,6 +1,6 @@
 """Graphic matroids: the forests of a graph (spec A16).
 
-Beyond the interface of :class:`.matroids.Matroid`: a union-find independence oracle and rank,
+Beyond the interface of :class:`.base.Matroid`: a union-find independence oracle and rank,
 the weighted spanning-forest sampler by the sequential matrix-tree method (effective conductances
 by star-mesh elimination in log space, accurate at any weight range), polytope membership over
 vertex subsets, and Martin's compact extended formulation of the forest polytope for Pyomo.
@@ -19,8 +19,8 @@ from scipy.sparse.csgraph import connected_components
 
 from dpmodels.core.errors import DataValidationError
 
-from .data import as_mask
-from .matroids import ENUMERATION_MAX, Matroid
+from ..data import as_mask
+from .base import ENUMERATION_MAX, Matroid
 
 __all__ = ["GraphicMatroid"]
 
