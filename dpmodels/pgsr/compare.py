@@ -21,7 +21,8 @@ from dpmodels.core.metrics import release_metrics
 from dpmodels.core.noise import as_epsilon
 
 from .data import GroupSizeData
-from .mechanism import MECHANISMS, measure
+from .mechanism import measure
+from .postprocessing import MECHANISMS
 from .warmup import warm_up
 
 __all__ = ["DEFAULT_MECHANISMS", "compare_mechanisms", "table7", "format_table7", "plot_comparison"]

@@ -71,7 +71,7 @@ def estimate_release_bytes(
     N
         The declared largest group size: every region releases sizes ``1..N``.
     mechanism
-        A name of :data:`dpmodels.pgsr.mechanism.MECHANISMS`.
+        A name of :data:`dpmodels.pgsr.postprocessing.MECHANISMS`.
     epsilon
         The release's budget; it bounds the chain DP's tables (M_c^ch) through the truncated
         domains.  None assumes the largest tables the chain DP would build.

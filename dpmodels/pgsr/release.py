@@ -25,7 +25,8 @@ from dpmodels.core.session import PrivacySession
 from .bounding import CLAMP, LEAVE_OUT_EMPTY, LEAVE_OUT_REGIONS, overflow_rule, validate_overflow
 from .data import GroupSizeData
 from .footprint import estimate_release_bytes
-from .mechanism import MECHANISMS, measure, postprocess
+from .mechanism import measure
+from .postprocessing import MECHANISMS, postprocess
 from .sensitivity import NEIGHBOURS, level_sensitivity, validate_z_max
 
 __all__ = [
@@ -60,7 +61,7 @@ def release(session: PrivacySession, mechanism: str, epsilon, **options):
     session
         The session holding the :class:`GroupSizeData` and the budget.
     mechanism
-        A name of :data:`dpmodels.pgsr.mechanism.MECHANISMS`.
+        A name of :data:`dpmodels.pgsr.postprocessing.MECHANISMS`.
     epsilon
         The budget of this release (all of it goes to the measurement, ``epsilon / L`` per level).
     options
@@ -137,7 +138,7 @@ def release_facts(
         declared facts (hierarchy, ``N`` if declared, ``z_max``, overflow rule) are used; an
         undeclared ``N`` is stated as read from the data, NOT private.
     mechanism
-        A name of :data:`dpmodels.pgsr.mechanism.MECHANISMS`.
+        A name of :data:`dpmodels.pgsr.postprocessing.MECHANISMS`.
     N, z_max, overflow
         The declared facts, with a hierarchy only.
     calibration

@@ -20,7 +20,7 @@ __all__ = ["release_arguments", "run_release_command"]
 
 
 def release_arguments(p: argparse.ArgumentParser) -> None:
-    from .mechanism import MECHANISMS
+    from .postprocessing import MECHANISMS
     from .release import DEFAULT_MECHANISM
 
     p.add_argument("--hierarchy", required=True, help="region,parent CSV (the root's parent empty)")

@@ -12,6 +12,7 @@ from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.metrics import release_metrics
 from dpmodels.core.noise import double_geometric_pmf
 from dpmodels.pgsr import mechanism as mech
+from dpmodels.pgsr import postprocessing as post
 from dpmodels.pgsr.data import NoisyGroupSizes, chain_cumulative, cumulative
 
 
@@ -71,7 +72,7 @@ def test_measured_noise_has_the_calibrated_law(taxi_small, kind):
 
 def test_postprocessing_never_sees_the_truth():
     """Every post-processing takes the noisy data and options only (spec 7.2 separation)."""
-    for spec in mech.MECHANISMS.values():
+    for spec in post.MECHANISMS.values():
         params = list(inspect.signature(spec.post).parameters)
         assert params[0] == "noisy"
         assert not {"data", "truth", "counts"} & set(params)
@@ -93,14 +94,14 @@ def test_every_mechanism_runs_end_to_end(taxi_small, name):
 def test_exact_mechanisms_agree_on_the_optimum(taxi_small):
     """M_H (SCIP), M_H^dp and M_dp^OP solve the same Model 1 on the same noisy data."""
     noisy, _ = mech.measure(taxi_small, 2.0, "counts", rng=7)
-    scip = mech.postprocess("M_H", noisy, domains="full")
-    dp = mech.postprocess("M_H^dp", noisy, domains="full")
+    scip = post.postprocess("M_H", noisy, domains="full")
+    dp = post.postprocess("M_H^dp", noisy, domains="full")
     assert scip.objective == pytest.approx(dp.objective, rel=1e-9, abs=1e-6)
     small = NoisyGroupSizes(
         noisy.hierarchy, noisy.values[:, :2], int(taxi_small.counts[0, :2].sum()), level_scales=noisy.level_scales
     )
-    op = mech.postprocess("M_dp^OP", small, domains="truncated")
-    assert op.objective == pytest.approx(mech.postprocess("M_H^dp", small).objective)
+    op = post.postprocess("M_dp^OP", small, domains="truncated")
+    assert op.objective == pytest.approx(post.postprocess("M_H^dp", small).objective)
 
 
 def test_same_seed_same_release(taxi_small):
@@ -124,7 +125,7 @@ def test_bad_mechanism_inputs(taxi_small):
         mech.run_mechanism("M_c^ch", taxi_small, 1.0, calibration="tight")
     noisy, _ = mech.measure(taxi_small, 1.0, "counts", rng=0)
     with pytest.raises(DataValidationError, match="needs 'chain'"):
-        mech.postprocess("M_c^ch", noisy)
+        post.postprocess("M_c^ch", noisy)
 
 
 def test_models_for_a_backend_skip_the_fingerprint_and_plugins_still_get_it(taxi_small, monkeypatch):
@@ -134,16 +135,16 @@ def test_models_for_a_backend_skip_the_fingerprint_and_plugins_still_get_it(taxi
     import dpmodels.core.marker as marker
 
     noisy, _ = mech.measure(taxi_small, 1.0, "counts", rng=11)
-    exact = mech.postprocess("M_H^dp", noisy, domains="full")
-    through_plugin = mech.postprocess("M_H", noisy, solver="pgsr_dp", domains="full")
+    exact = post.postprocess("M_H^dp", noisy, domains="full")
+    through_plugin = post.postprocess("M_H", noisy, solver="pgsr_dp", domains="full")
     assert through_plugin.objective == pytest.approx(exact.objective, rel=1e-9, abs=1e-6)
 
     def refuse(model):
         raise AssertionError(f"fingerprinted {model.name!r} for a backend")
 
     monkeypatch.setattr(marker, "model_fingerprint", refuse)
-    relaxed = mech.postprocess("M_H^r", noisy, solver="clarabel", domains="full")
+    relaxed = post.postprocess("M_H^r", noisy, solver="clarabel", domains="full")
     cumulative_noisy, _ = mech.measure(taxi_small, 1.0, "cumulative", rng=11)
-    relaxed_c = mech.postprocess("M_c^r", cumulative_noisy, solver="clarabel")
+    relaxed_c = post.postprocess("M_c^r", cumulative_noisy, solver="clarabel")
     assert relaxed.status == relaxed_c.status == "optimal"
     assert relaxed.objective <= exact.objective + 1e-6  # the relaxation's optimum is no worse

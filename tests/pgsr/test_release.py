@@ -21,7 +21,8 @@ from dpmodels.core.resources import format_bytes
 from dpmodels.core.session import BudgetExceededError, PrivacySession
 from dpmodels.pgsr.bounding import RULES
 from dpmodels.pgsr.data import GroupSizeData
-from dpmodels.pgsr.mechanism import MECHANISMS, measure
+from dpmodels.pgsr.mechanism import measure
+from dpmodels.pgsr.postprocessing import MECHANISMS
 from dpmodels.pgsr.release import DEFAULT_MECHANISM, estimate_release_bytes, release, release_facts
 from dpmodels.pgsr.sensitivity import NEIGHBOURS
 

@@ -20,7 +20,8 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.metrics import release_metrics
 from dpmodels.pgsr.algorithms.topdown_baseline import largest_remainder, project_simplex, solve_topdown_baseline
 from dpmodels.pgsr.data import NoisyGroupSizes
-from dpmodels.pgsr.mechanism import MECHANISMS, measure, postprocess, run_mechanism
+from dpmodels.pgsr.mechanism import measure, run_mechanism
+from dpmodels.pgsr.postprocessing import MECHANISMS, postprocess
 
 
 # ---------------------------------------------------------------------- oracles

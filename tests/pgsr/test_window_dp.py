@@ -149,7 +149,7 @@ def test_the_pgsr_relax_plugin_solves_model_1r_like_highs_and_refuses_model_1(in
 
 def test_m_h_r_on_plain_data_equals_m_h_r_through_highs():
     """M_H^r with pgsr_relax skips the Pyomo model; its rounded release is HiGHS's."""
-    from dpmodels.pgsr.mechanism import postprocess
+    from dpmodels.pgsr.postprocessing import postprocess
 
     data = random_tree(seed=11, depth=3, N=4, G=60)
     noisy, _ = measure(data, 0.5, "counts", rng=11)
