@@ -37,12 +37,24 @@ Kind = Literal["counts", "cumulative", "chain"]
 
 # ---------------------------------------------------------------------- transforms
 def cumulative(values: np.ndarray) -> np.ndarray:
-    """The operator (+): ``c_s = sum_{k<=s} n_k`` along the size axis (spec 2.3)."""
+    """The operator (+): ``c_s = sum_{k<=s} n_k`` along the size axis (spec 2.3).
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Counts in the (regions, sizes) layout.
+    """
     return np.cumsum(values, axis=-1)
 
 
 def decumulate(values: np.ndarray) -> np.ndarray:
-    """The operator (-): first differences along the size axis, the inverse of (+)."""
+    """The operator (-): first differences along the size axis, the inverse of (+).
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Cumulative counts in the (regions, sizes) layout.
+    """
     values = np.asarray(values)
     return np.diff(values, axis=-1, prepend=np.zeros_like(values[..., :1]))
 
@@ -64,6 +76,13 @@ def chain_cumulative(hierarchy: Hierarchy, values: np.ndarray) -> np.ndarray:
 
     Returned in the (regions, sizes) layout.  Within a level, chain order is size-major
     and then the level's canonical order (which equals its post-order).
+
+    Parameters
+    ----------
+    hierarchy : Hierarchy
+        The regions' hierarchy (rows of ``values`` in its order).
+    values : numpy.ndarray
+        Counts in the (regions, sizes) layout.
     """
     values = np.asarray(values)
     out = np.empty_like(values)
@@ -74,7 +93,15 @@ def chain_cumulative(hierarchy: Hierarchy, values: np.ndarray) -> np.ndarray:
 
 
 def chain_decumulate(hierarchy: Hierarchy, chain: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`chain_cumulative`: per-level first differences along the chain."""
+    """Inverse of :func:`chain_cumulative`: per-level first differences along the chain.
+
+    Parameters
+    ----------
+    hierarchy : Hierarchy
+        The regions' hierarchy (rows of ``chain`` in its order).
+    chain : numpy.ndarray
+        Chain-cumulative values in the (regions, sizes) layout.
+    """
     chain = np.asarray(chain)
     out = np.empty_like(chain)
     for level in range(1, hierarchy.n_levels + 1):
@@ -302,6 +329,21 @@ class NoisyGroupSizes:
     scales per level, used to size truncated domains.  ``info`` holds the measurement's
     other public facts (``epsilon``, ``calibration``, the declared ``z_max`` and the neighbour
     relation the budget refers to).
+
+    Parameters
+    ----------
+    hierarchy : Hierarchy
+        The public hierarchy of regions.
+    values : numpy.ndarray
+        The noisy values, (regions, sizes), rows in the hierarchy's order.
+    G : int
+        The public number of groups (the root's total).
+    kind : str
+        ``"counts"``, ``"cumulative"`` or ``"chain"``.
+    level_scales : tuple of Fraction, optional
+        The noise scale of each level (None: not measured, e.g. hand-made values).
+    info : dict
+        The measurement's other public facts.
     """
 
     hierarchy: Hierarchy

@@ -37,6 +37,15 @@ class Domains:
 
     ``delta`` records the per-level half-width of a truncated domain (``None``: full
     ``[0, G]``); ``widenings`` counts how often an infeasible truncation was doubled.
+
+    Parameters
+    ----------
+    lo, hi : numpy.ndarray
+        The bounds of every cell, (regions, sizes), integers with ``lo <= hi``.
+    delta : tuple of int, optional
+        The per-level half-width of a truncated domain; None for the full domain.
+    widenings : int
+        How often an infeasible truncation was doubled.
     """
 
     lo: np.ndarray

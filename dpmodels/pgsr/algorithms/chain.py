@@ -44,8 +44,25 @@ def solve_chain(
 ) -> ChainSolution:
     """Exact optimum of the corrected Model 3 on plain data.
 
-    ``method``: ``"dp"`` (the paper's table DP), ``"pava"`` (pool adjacent violators) or
-    ``"auto"`` (the DP unless its tables exceed ``TABLE_BUDGET`` entries).
+    Parameters
+    ----------
+    noisy : NoisyGroupSizes
+        Noisy chain-cumulative values (``kind="chain"``).
+    domains : str or Domains
+        ``"full"`` (``[0, G]``), ``"truncated"`` (the paper's ``noisy +- delta``) or explicit
+        :class:`~dpmodels.pgsr.domains.Domains`.
+    delta : int or sequence of int, optional
+        The truncation's half-width per level (default: from the noise scales).
+    on_infeasible : str
+        ``"raise"`` or ``"widen"`` (double a truncation that admits no solution).
+    method : str
+        ``"dp"`` (the paper's table DP), ``"pava"`` (pool adjacent violators) or ``"auto"`` (the
+        DP unless its tables exceed ``TABLE_BUDGET`` entries).
+
+    Returns
+    -------
+    ChainSolution
+        The released counts, the objective and ``info``.
     """
     noisy.require_kind("chain", "pgsr_chain")
     if method not in ("auto", "dp", "pava"):

@@ -29,7 +29,18 @@ __all__ = ["solve_isotonic", "CumulativeSolution", "solve_cumulative_dp"]
 
 
 def solve_isotonic(noisy: NoisyGroupSizes) -> np.ndarray:
-    """Model A2 for every region: the closest non-decreasing vector in ``[0, G]``."""
+    """Model A2 for every region: the closest non-decreasing vector in ``[0, G]``.
+
+    Parameters
+    ----------
+    noisy : NoisyGroupSizes
+        Noisy cumulative counts (``kind="cumulative"``).
+
+    Returns
+    -------
+    numpy.ndarray
+        The isotonic estimates (regions x sizes, float).
+    """
     noisy.require_kind("cumulative", "isotonic_pava")
     return kernels.isotonic_rows(np.ascontiguousarray(noisy.values), 0.0, float(noisy.G))
 
@@ -55,6 +66,25 @@ def solve_cumulative_dp(
     scale (spec 4.5: the smaller noise gives smaller domains).  ``objective`` is Model 2's
     objective at the released solution.  The DP stage is exact Model 1 either way: ``method``
     ``"windows"`` (certified windows, :mod:`.window`) or ``"tables"`` (the paper's table DP).
+
+    Parameters
+    ----------
+    noisy : NoisyGroupSizes
+        Noisy cumulative counts (``kind="cumulative"``).
+    domains : str or Domains
+        ``"full"`` (``[0, G]``), ``"truncated"`` (the paper's ``noisy +- delta``) or explicit
+        :class:`~dpmodels.pgsr.domains.Domains`.
+    delta : int or sequence of int, optional
+        The truncation's half-width per level (default: from the cumulative noise scales).
+    on_infeasible : str
+        ``"raise"`` or ``"widen"`` (double a truncation that admits no solution).
+    method : str
+        The DP stage: ``"windows"`` or ``"tables"``.
+
+    Returns
+    -------
+    CumulativeSolution
+        The released counts, Model 2's objective at them and ``info``.
     """
     if method not in ("windows", "tables"):
         raise DataValidationError("method", f"must be 'windows' or 'tables', got {method!r}")

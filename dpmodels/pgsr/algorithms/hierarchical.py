@@ -95,9 +95,25 @@ def solve_hierarchical(
 ) -> HierarchicalSolution:
     """Exact optimum of Model 1 on plain data, without building a Pyomo model.
 
-    ``domains`` is ``"full"`` ([0, G]: the exact QIP), ``"truncated"`` (the paper's
-    ``noisy +- delta``) or a :class:`Domains`; an infeasible truncation raises, or with
-    ``on_infeasible="widen"`` is doubled until feasible (recorded in ``info``).
+    The paper's M_H^dp: cost tables on every internal node's domain, merged by TableMerge.
+    A widened truncation is recorded in ``info``.
+
+    Parameters
+    ----------
+    noisy : NoisyGroupSizes
+        Noisy counts (``kind="counts"``) and the public hierarchy and ``G``.
+    domains : str or Domains
+        ``"full"`` (``[0, G]``), ``"truncated"`` (the paper's ``noisy +- delta``) or explicit
+        :class:`~dpmodels.pgsr.domains.Domains`.
+    delta : int or sequence of int, optional
+        The truncation's half-width per level (default: from the noise scales).
+    on_infeasible : str
+        ``"raise"`` or ``"widen"`` (double a truncation that admits no solution).
+
+    Returns
+    -------
+    HierarchicalSolution
+        The integral counts, the objective and ``info``.
     """
     noisy.require_kind("counts", "pgsr_dp")
     tick = time.perf_counter()

@@ -36,8 +36,16 @@ def demand_capacity(hierarchy: Hierarchy) -> np.ndarray:
 
 
 def relaxed_values(noisy: NoisyGroupSizes, domains="full") -> np.ndarray:
-    """Optimal Model 1-R values (regions x sizes, float) on ``domains`` (``"full"``, ``"truncated"``
-    or a :class:`Domains`, which must admit a solution)."""
+    """Optimal Model 1-R values (regions x sizes, float) on ``domains``.
+
+    Parameters
+    ----------
+    noisy : NoisyGroupSizes
+        Noisy counts (``kind="counts"``) and the public hierarchy and ``G``.
+    domains : str or Domains
+        ``"full"``, ``"truncated"`` or a :class:`~dpmodels.pgsr.domains.Domains`, which must admit
+        a solution.
+    """
     noisy.require_kind("counts", "relaxed_values")
     dom = domains if isinstance(domains, Domains) else resolve_domains(noisy, domains)
     reason = hierarchical_infeasibility(noisy, dom)

@@ -54,10 +54,31 @@ def solve_exact(
 ) -> HierarchicalSolution:
     """Certified exact optimum of Model 1 on ``domains`` (``"full"`` by default: no truncation).
 
-    Same contract as :func:`dpmodels.pgsr.algorithms.hierarchical.solve_hierarchical`; ``info`` adds the windows
-    tried, the certificate (best exchange gain, >= 0 proves optimality) and the step times.
-    ``centre`` (regions x sizes) replaces the relaxed optimum as the windows' centre, e.g. a
-    previous solution: a poor centre costs wider windows, never exactness.
+    Same contract as :func:`~dpmodels.pgsr.algorithms.hierarchical.solve_hierarchical`; ``info`` adds
+    the windows tried, the certificate (best exchange gain, >= 0 proves optimality) and the step
+    times.
+
+    Parameters
+    ----------
+    noisy : NoisyGroupSizes
+        Noisy counts (``kind="counts"``) and the public hierarchy and ``G``.
+    domains : str or Domains
+        ``"full"`` (``[0, G]``), ``"truncated"`` (the paper's ``noisy +- delta``) or explicit
+        :class:`~dpmodels.pgsr.domains.Domains`.
+    delta : int or sequence of int, optional
+        The truncation's half-width per level (default: from the noise scales).
+    on_infeasible : str
+        ``"raise"`` or ``"widen"`` (double a truncation that admits no solution).
+    window : int
+        The first windows' half-width around the centre (widened until the optimum is certified).
+    centre : numpy.ndarray, optional
+        (regions x sizes) values replacing the relaxed optimum as the windows' centre, e.g. a
+        previous solution: a poor centre costs wider windows, never exactness.
+
+    Returns
+    -------
+    HierarchicalSolution
+        The integral counts, the objective and ``info``.
     """
     noisy.require_kind("counts", "pgsr_dp")
     ticks = {"start": time.perf_counter()}
