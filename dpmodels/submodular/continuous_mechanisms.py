@@ -3,7 +3,7 @@ that rounds their output.
 
 At each of ``T`` steps an exponential mechanism picks a direction ``y`` of the matroid polytope
 with score ``<y, grad f(x)>`` and inverse temperature ``eps' = eps / (2 Delta)`` as a Fraction
-(Def 2.7), drawn exactly (:mod:`.exponential`, and the base sampler of :mod:`.exact_bases`) and
+(Def 2.7), drawn exactly (:mod:`.exponential`, and the base sampler of :mod:`.exact.bases`) and
 charged its exact per-step cost (spec 1.7) in a :class:`PrivacyAccountant`; ``x_T`` is the mean
 of the directions.  Algorithm 1 draws from a cover of ``P(M)`` (the bases, averages of bases, a
 grid or explicit points); Algorithm 2 from a data-independent uniform sub-sample of the cover with
@@ -26,7 +26,7 @@ from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from .accounting import PrivacyAccountant, alg1_step_epsilon, alg2_step_epsilon, check_epsilon
 from .algorithms import check_pair, gradient_oracle, swap_rounding
 from .data import SetFunction
-from .exact_bases import sample_base as _sample_base
+from .exact.bases import sample_base as _sample_base
 from .exponential import _inv_temp, em_choice
 from .matroids import Matroid
 from .mechanism import _check_finite_scale, _rngs, _run_ledger

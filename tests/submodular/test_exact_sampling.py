@@ -21,9 +21,10 @@ from dpmodels import instances
 from dpmodels.core import selection
 from dpmodels.core.samplers import EXACT_LIMIT
 from dpmodels.core.selection import exponential_mechanism
-from dpmodels.submodular import continuous_mechanisms, exact_bases, exponential, greedy_mechanisms
-from dpmodels.submodular.exact_bases import sample_base
-from dpmodels.submodular.exact_coins import ExpCoins, logistic_bernoulli
+from dpmodels.submodular import continuous_mechanisms, exponential, greedy_mechanisms
+from dpmodels.submodular.exact import bases as exact_bases
+from dpmodels.submodular.exact.bases import sample_base
+from dpmodels.submodular.exact.coins import ExpCoins, logistic_bernoulli
 from dpmodels.submodular.exponential import em_choice, em_probabilities, inverse_temperature
 from dpmodels.submodular.matroids import GraphicMatroid, LaminarMatroid, Matroid, PartitionMatroid, UniformMatroid
 
@@ -195,7 +196,7 @@ def test_sequential_forest_sampler_matches_the_law(scale, monkeypatch):
 
 def test_sequential_forest_sampler_exact_fallback(monkeypatch):
     """With the float intervals made useless, every decision runs in exact rational arithmetic."""
-    from dpmodels.submodular import exact_graphic
+    from dpmodels.submodular.exact import graphic as exact_graphic
 
     monkeypatch.setattr(exact_bases, "ENUMERATE_MAX", 0)
     monkeypatch.setattr(exact_graphic._Conductances, "between", lambda self, u, v: (0.0, math.inf))
@@ -204,7 +205,7 @@ def test_sequential_forest_sampler_exact_fallback(monkeypatch):
 
 
 def test_exp_bounds_bracket_the_exponential():
-    from dpmodels.submodular.exact_coins import exp_bounds
+    from dpmodels.submodular.exact.coins import exp_bounds
 
     for x in (Fraction(0), Fraction(-1, 3), Fraction(-7000, 3), Fraction(5, 7)):
         lo, hi = exp_bounds(x, 30)

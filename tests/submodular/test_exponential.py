@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from dpmodels.submodular.exact_bases import sample_base
+from dpmodels.submodular.exact.bases import sample_base
 from dpmodels.submodular.exponential import em_choice, em_probabilities
 from dpmodels.submodular.matroids import GraphicMatroid, UniformMatroid
 

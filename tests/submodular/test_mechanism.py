@@ -313,7 +313,7 @@ def test_algorithm_1_base_sampler_paths_match_the_exact_law(path, monkeypatch):
     """Alg. 1 (cover = bases) at eps = 0.7 (inverse temperature 7/20, not dyadic) against
     ``alg1_distribution``: the trap's partition matroid (one conditional Poisson per block), and a
     graphic matroid through the enumerated bases or, forced, the exact sequential forest sampler."""
-    from dpmodels.submodular import exact_bases
+    from dpmodels.submodular.exact import bases as exact_bases
     from dpmodels.submodular.matroids import GraphicMatroid
     from dpmodels.submodular.set_functions import WeightedCoverage
 

@@ -6,7 +6,7 @@ Each matroid has an independence oracle, rank, the greedy max-weight independent
 the product-weight distribution ``Pr[B] ~ prod_{e in B} exp(l_e)`` (exact up to float rounding;
 Algorithm 2 uses it for its data-independent uniform bases, while the private exponential
 mechanism over bases, spec 3.1 ``cover="bases"``, draws with the exact sampler of
-:mod:`..exact.bases`), the strong-exchange step of swap rounding, membership in the matroid
+:mod:`dpmodels.submodular.exact.bases`), the strong-exchange step of swap rounding, membership in the matroid
 polytope (6.2) and the Pyomo constraints of the polytope (6.1).  :class:`Matroid` implements all
 of it from the independence oracle alone, by enumeration where it must; each kind overrides what
 its structure makes fast.  The kinds with a toolkit of their own live apart:
@@ -137,7 +137,7 @@ class Matroid:
 
         Generic version: enumerate the bases (small |E|); subclasses have polynomial samplers.
         In floating point a base whose probability is below about ``2^-53`` can get probability 0
-        (the private algorithms draw with :func:`.exact_bases.sample_base` instead).
+        (the private algorithms draw with :func:`dpmodels.submodular.exact.bases.sample_base` instead).
         """
         bases = self.bases()
         lw = _check_log_weights(log_weights, self.n)
@@ -200,7 +200,7 @@ def esp_sample(log_weights: np.ndarray, size: int, rng) -> np.ndarray:
     Non-finite log-weights and ``size`` outside ``0..m`` are refused (review F3: an overflowed
     weight would otherwise give NaN probabilities and a silently wrong draw).  Floating point: an
     outcome whose probability is below about ``2^-53`` relative to the total can get probability 0,
-    a delta-level caveat (review F7); the private algorithms draw with :mod:`.exact_bases` instead.
+    a delta-level caveat (review F7); the private algorithms draw with :mod:`dpmodels.submodular.exact.bases` instead.
     """
     lw = np.asarray(log_weights, dtype=np.float64)
     if lw.ndim != 1 or not np.all(np.isfinite(lw)):

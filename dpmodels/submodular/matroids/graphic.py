@@ -97,7 +97,7 @@ class GraphicMatroid(Matroid):
         weights.  So one code path serves every dataset: there is no range-dependent fallback or
         refusal, whose choice would itself depend on the private scores (review F2).  Floating
         point: a forest whose probability is below about ``2^-53`` can get probability 0 (the
-        private algorithms draw with :mod:`.exact_bases` instead)."""
+        private algorithms draw with :mod:`dpmodels.submodular.exact.bases` instead)."""
         lw = np.asarray(log_weights, dtype=np.float64)
         if lw.shape != (self.n,) or not np.all(np.isfinite(lw)):
             raise DataValidationError("log_weights", f"need {self.n} finite log-weights")

@@ -62,7 +62,7 @@ class LaminarMatroid(Matroid):
         set size, truncated at each set's capacity, kept in log space (no overflow at any weight
         range).  The same computation runs whatever the weights, so the path is data independent.
         Floating point: a base whose probability is below about ``2^-53`` can get probability 0
-        (the private algorithms draw with :mod:`.exact_bases` instead).
+        (the private algorithms draw with :mod:`dpmodels.submodular.exact.bases` instead).
         """
         lw = np.asarray(log_weights, dtype=np.float64)
         if lw.shape != (self.n,) or not np.all(np.isfinite(lw)):

@@ -15,8 +15,8 @@ floating point, every coin is an exact ``Bernoulli(exp(-gamma))`` on the generat
   the bases are enumerated (once per matroid) and
   :func:`dpmodels.core.selection.exponential_mechanism` runs on their exact scores (integer
   sums of the gradient on a common power of two).
-* larger graphic and laminar matroids: sequential exact decisions (:mod:`.exact_graphic`, the
-  matrix-tree method; :mod:`.exact_laminar`, generating polynomials over the laminar tree),
+* larger graphic and laminar matroids: sequential exact decisions (:mod:`.graphic`, the
+  matrix-tree method; :mod:`.laminar`, generating polynomials over the laminar tree),
   each comparing a lazily revealed uniform with rigorous bounds refined until they decide.
 * any other matroid class beyond enumeration: conditional Poisson on the whole ground set,
   accepted when the draw is a base.  Exact, but the expected number of draws
@@ -38,10 +38,10 @@ from scipy.special import expit
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.selection import as_rational, exponential_mechanism
 
-from .exact_coins import ExpCoins, logistic_bernoulli
-from .exact_graphic import sample_forest
-from .exact_laminar import sample_laminar
-from .matroids import ExplicitMatroid, GraphicMatroid, LaminarMatroid, Matroid, PartitionMatroid, UniformMatroid
+from ..matroids import ExplicitMatroid, GraphicMatroid, LaminarMatroid, Matroid, PartitionMatroid, UniformMatroid
+from .coins import ExpCoins, logistic_bernoulli
+from .graphic import sample_forest
+from .laminar import sample_laminar
 
 __all__ = ["ENUMERATE_MAX", "integer_vector", "conditional_poisson", "sample_base"]
 

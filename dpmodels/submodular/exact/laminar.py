@@ -7,7 +7,7 @@ top coefficient of a product, over the laminar tree, of generating polynomials t
 set's capacity.  ``Z`` is a polynomial with non-negative coefficients in ``lam``, so evaluating it
 at lower bounds of ``lam`` with every operation rounded down (decimal ``ROUND_FLOOR``) bounds it
 from below, and likewise from above; each decision compares a lazily revealed uniform with the
-resulting bounds on the probability (:class:`.exact_coins.LazyUniform`) and doubles the digits
+resulting bounds on the probability (:class:`.coins.LazyUniform`) and doubles the digits
 until they separate.  Decimal exponents are unbounded in practice, so no weight underflows.
 """
 
@@ -18,8 +18,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from .exact_coins import DIGITS, LazyUniform, decimal_context, decimal_exp_bounds
-from .matroids import LaminarMatroid
+from ..matroids import LaminarMatroid
+from .coins import DIGITS, LazyUniform, decimal_context, decimal_exp_bounds
 
 __all__ = ["sample_laminar"]
 

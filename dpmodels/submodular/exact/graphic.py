@@ -24,8 +24,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from .exact_coins import DIGITS, LazyUniform, exp_bounds
-from .matroids import GraphicMatroid
+from ..matroids import GraphicMatroid
+from .coins import DIGITS, LazyUniform, exp_bounds
 
 __all__ = ["sample_forest"]
 
