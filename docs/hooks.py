@@ -129,8 +129,8 @@ def export_targets(package: str) -> list[tuple[str, str]]:
     """``(exported name, where its documentation is collected)`` for each name of ``__all__``.
 
     Packages export lazily (PEP 562) or by re-import, which a static reader cannot follow; the
-    package is imported and each object's defining module read instead (a constant, which has
-    none, is documented under the package).
+    package is imported and each object's defining module read instead (for a constant, which
+    does not know its module, the submodule whose source assigns it).
 
     Parameters
     ----------
@@ -140,14 +140,33 @@ def export_targets(package: str) -> list[tuple[str, str]]:
     module = importlib.import_module(package)
     targets = []
     for name in getattr(module, "__all__", ()):
-        if name.startswith("__"):
-            continue
-        obj = getattr(module, name)
-        home = getattr(obj, "__module__", None)
-        if not (isinstance(home, str) and home.startswith("dpmodels") and getattr(obj, "__name__", None) == name):
-            home = package
-        targets.append((name, griffe_path(f"{home}.{name}")))
+        if not name.startswith("__"):
+            targets.append((name, griffe_path(f"{defining_module(package, name, getattr(module, name))}.{name}")))
     return targets
+
+
+def defining_module(package: str, name: str, obj) -> str:
+    """The module of ``package`` (or the package itself) where ``obj``, exported as ``name``, is defined.
+
+    Parameters
+    ----------
+    package : str
+        The exporting package.
+    name : str
+        The exported name.
+    obj : object
+        The exported object.
+    """
+    home = getattr(obj, "__module__", None)
+    if isinstance(home, str) and home.startswith("dpmodels") and getattr(obj, "__name__", None) == name:
+        return home
+    assigned = re.compile(rf"^{re.escape(name)}\s*[:=]", re.M)
+    for module_name, loaded in sorted(sys.modules.items()):
+        if module_name.startswith(f"{package}.") and getattr(loaded, name, None) is obj:
+            source = getattr(loaded, "__file__", None)
+            if source and assigned.search(Path(source).read_text(encoding="utf-8")):
+                return module_name
+    return package
 
 
 def reference_page(package: str, targets: list[tuple[str, str]], elsewhere: dict[str, str] | None = None) -> str:

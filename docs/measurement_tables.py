@@ -1,7 +1,8 @@
 """Render the JSON file a bench command wrote (``dpmodels bench <family> --json FILE``) as Markdown.
 
 A bench's JSON is a mapping of parts to either a list of records (one row per run: a table) or a
-mapping of scalars (one run: a two-column table), nested parts rendered under their own title.
+mapping of scalars (one run: a two-column table), nested parts rendered under their own title; a
+bench of one part may write its list of records alone (titled by the file's name).
 Nothing is computed here: every number shown is a value of the file, only rounded for reading.
 """
 
@@ -104,9 +105,11 @@ def render_measurements(path: Path, level: int = 3) -> str:
     FileNotFoundError
         No such file (the page names one that no command wrote).
     ValueError
-        The file is not a JSON object of parts.
+        The file is neither a JSON object of parts nor a list of records.
     """
     data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if _is_records(data):  # a bench of one part writes its records alone
+        data = {Path(path).stem: data}
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: a bench's JSON is an object of parts, got {type(data).__name__}")
+        raise ValueError(f"{path}: a bench's JSON is an object of parts or a list of records, got {data!r:.60}")
     return "\n".join(render_part(title, value, level) for title, value in data.items())

@@ -119,6 +119,8 @@ def test_measurement_tables_show_every_record_of_the_file(tables, tmp_path):
         "| serial | 45.5 |",
     ]
     assert "### sweep" in text and "#### state: runs" in text
+    path.write_text(json.dumps(data["sweep"]))  # a list of records alone: one part named by the file
+    assert tables.render_measurements(path).startswith("### bench\n\n| N | s | ok | note |")
     path.write_text("[1, 2]")
     with pytest.raises(ValueError, match="object of parts"):
         tables.render_measurements(path)
@@ -127,11 +129,11 @@ def test_measurement_tables_show_every_record_of_the_file(tables, tmp_path):
 @pytest.mark.parametrize("path", sorted((DOCS / "measurements").glob("*.json")), ids=lambda p: p.name)
 def test_each_bench_file_renders_one_row_per_record(tables, path):
     data = json.loads(path.read_text())
-    records = sum(len(v) for part in data.values() for v in _record_lists(part))
+    records = sum(len(v) for v in _record_lists(data))
     text = tables.render_measurements(path)
     header_rows = len(re.findall(r"^\| ---", text, re.M))
     data_rows = len(re.findall(r"^\| ", text, re.M)) - 2 * header_rows
-    scalar_rows = sum(len(s) for part in data.values() for s in _scalar_maps(part))
+    scalar_rows = sum(len(s) for s in _scalar_maps(data))
     assert data_rows == records + scalar_rows
 
 
@@ -151,3 +153,13 @@ def _scalar_maps(part):
         for value in part.values():
             if isinstance(value, dict):
                 yield from _scalar_maps(value)
+
+
+def test_a_constant_is_documented_where_its_module_assigns_it(hooks):
+    """``MECHANISMS`` (a dict: no ``__module__``) is found in the submodule whose source assigns it."""
+    import dpmodels.pgsr
+
+    home = hooks.defining_module("dpmodels.pgsr", "MECHANISMS", dpmodels.pgsr.MECHANISMS)
+    assert home.startswith("dpmodels.pgsr.") and importlib.import_module(home).MECHANISMS is dpmodels.pgsr.MECHANISMS
+    source = importlib.import_module(home).__file__
+    assert re.search(r"^MECHANISMS\s*[:=]", open(source).read(), re.M)
