@@ -170,3 +170,30 @@ def test_measurements_page_names_the_command_of_every_json_file():
     assert rendered == on_disk and rendered
     for name in rendered:
         assert re.search(rf"dpmodels bench \w+[^`\n]* --json docs/measurements/{re.escape(name)}", page), name
+
+
+def test_measurements_page_commands_are_valid_commands():
+    """Each recorded command still parses: an option renamed since its run is caught here."""
+    from dpmodels.cli import _parser
+
+    page = (DOCS / "measurements.md").read_text()
+    commands = [line for block in blocks(DOCS / "measurements.md", "bash") for line in block.code.splitlines()]
+    assert len(commands) == len(re.findall(r"^<!-- measurements: ", page, re.M))
+    for command in commands:
+        words = shlex.split(command)
+        assert words[:2] == ["dpmodels", "bench"], command
+        args = _parser().parse_args(words[1:])
+        assert str(args.json).endswith(".json"), command
+
+
+def _dpmodels_commands() -> list[str]:
+    lines = [line for page in doc_pages() for block in blocks(page, "bash") for line in block.code.splitlines()]
+    return [line.partition("  # ")[0] for line in lines if line.startswith("dpmodels ")]
+
+
+@pytest.mark.parametrize("command", _dpmodels_commands())
+def test_every_dpmodels_command_of_the_docs_parses(command):
+    """The pages' commands name options that exist (the releases page's also run, above)."""
+    from dpmodels.cli import _parser
+
+    _parser().parse_args(shlex.split(command)[1:])  # argparse exits 2 on an unknown option or value
