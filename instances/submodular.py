@@ -21,9 +21,8 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_example
 from dpmodels.core.noise import make_rng
 from dpmodels.submodular.data import KSubmodularInstance, SubmodularInstance
-from dpmodels.submodular.k_submodular_functions import KCoverage
 from dpmodels.submodular.matroids import GraphicMatroid, PartitionMatroid, UniformMatroid
-from dpmodels.submodular.set_functions import FacilityLocation, WeightedCoverage
+from dpmodels.submodular.objectives import FacilityLocation, KCoverage, WeightedCoverage
 
 from .registry import register_generator, register_instance
 from .submodular_csv import from_csv

@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from dpmodels.core.errors import DataValidationError
 from dpmodels.submodular.data import SubmodularInstance
 from dpmodels.submodular.matroids import PartitionMatroid, UniformMatroid
-from dpmodels.submodular.set_functions import WeightedCoverage
+from dpmodels.submodular.objectives import WeightedCoverage
 
 from .userfiles import read_user_csv
 

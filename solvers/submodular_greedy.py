@@ -22,9 +22,9 @@ from pyomo.common.config import In
 from dpmodels.core.errors import ModelStructureError, PrivacyParameterError
 from dpmodels.submodular.algorithms import greedy, k_greedy
 from dpmodels.submodular.greedy_mechanisms import mitrovic_private_greedy, private_k_greedy, private_k_greedy_sampled
-from dpmodels.submodular.k_submodular_functions import KCoverage
 from dpmodels.submodular.matroids import GraphicMatroid
 from dpmodels.submodular.models import martin_values
+from dpmodels.submodular.objectives import KCoverage
 
 from .base import Option, StructureSolver, converged
 

@@ -18,7 +18,7 @@ from dpmodels.core.noise import make_rng
 from .accounting import PrivacyAccountant
 from .data import KSubmodularFunction, SetFunction
 from .matroids import Matroid, PartitionMatroid, UniformMatroid, check_pair
-from .multilinear import SampledGradient, gradient, has_closed_form, multilinear
+from .objectives import SampledGradient, gradient, has_closed_form, multilinear
 from .results import GreedyRelease, TrueDataDiagnostics, as_tuple, epsilon_spent
 
 __all__ = [

@@ -24,8 +24,7 @@ from .algorithms import brute_force_opt, continuous_greedy, greedy, k_brute_forc
 from .continuous_mechanisms import private_continuous_greedy
 from .data import KSubmodularInstance
 from .greedy_mechanisms import mitrovic_private_greedy, private_k_greedy, private_k_greedy_sampled
-from .k_submodular_functions import KCoverage
-from .set_functions import FacilityLocation, WeightedCoverage
+from .objectives import FacilityLocation, KCoverage, WeightedCoverage
 
 __all__ = ["VALUE", "RATIO", "RATIO_MEAN", "RATIO_SD", "optimum", "compare_submodular", "privacy_utility", "plot_curve"]
 

@@ -30,7 +30,7 @@ from .exact.bases import sample_base as _sample_base
 from .exponential import _inv_temp, em_choice
 from .matroids import Matroid
 from .mechanism import _check_finite_scale, _rngs, _run_ledger
-from .multilinear import has_closed_form, multilinear
+from .objectives import has_closed_form, multilinear
 from .results import ContinuousRelease, TrueDataDiagnostics, as_tuple, epsilon_spent
 
 __all__ = [

@@ -6,8 +6,8 @@ a *declared global* sensitivity ``Delta`` (A10) and an upper bound ``max_value``
 :class:`KSubmodularFunction` takes a vector ``s`` in ``{0..k}^E`` instead of a set.  Non-finite
 values are refused at every call, and every call is counted in ``calls`` (A14: real oracle calls,
 not the paper's "f-evaluations").  Sets are boolean masks over ``E = {0..n-1}`` (``as_mask``
-converts index lists).  The objectives themselves are in :mod:`.set_functions` and
-:mod:`.k_submodular_functions`; the checks of their declarations in :mod:`.function_checks`.
+converts index lists).  The objectives themselves, the checks of their declarations and the
+multilinear extension are in :mod:`.objectives`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,14 @@ import numpy as np
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 
-__all__ = ["as_mask", "SetFunction", "KSubmodularFunction", "SubmodularInstance", "KSubmodularInstance"]
+__all__ = [
+    "as_mask",
+    "positive_bound",
+    "SetFunction",
+    "KSubmodularFunction",
+    "SubmodularInstance",
+    "KSubmodularInstance",
+]
 
 
 def as_mask(S, n: int) -> np.ndarray:
@@ -36,7 +43,16 @@ def as_mask(S, n: int) -> np.ndarray:
     return mask
 
 
-def _positive(value, field: str) -> float:
+def positive_bound(value, field: str) -> float:
+    """``value`` as a float, refused (naming ``field``) unless finite and positive.
+
+    Parameters
+    ----------
+    value : float
+        A declared bound (a sensitivity, a value bound).
+    field : str
+        The name the error gives for ``value``.
+    """
     value = float(value)
     if not math.isfinite(value) or value <= 0:
         raise PrivacyParameterError(field, f"must be a finite positive number, got {value!r}")
@@ -61,7 +77,7 @@ class SetFunction:
         if int(n) < 1:
             raise DataValidationError("n", f"the ground set must be non-empty, got {n}")
         self.n = int(n)
-        self.sensitivity = _positive(sensitivity, "sensitivity")
+        self.sensitivity = positive_bound(sensitivity, "sensitivity")
         self.max_value = float(max_value)
         self.calls = 0
 
@@ -96,7 +112,7 @@ class KSubmodularFunction:
         if int(n) < 1 or int(k) < 1:
             raise DataValidationError("n, k", f"need n >= 1 and k >= 1, got n={n}, k={k}")
         self.n, self.k = int(n), int(k)
-        self.sensitivity = _positive(sensitivity, "sensitivity")
+        self.sensitivity = positive_bound(sensitivity, "sensitivity")
         self.max_value = float(max_value)
         self.calls = 0
 

@@ -19,10 +19,8 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker
 
-from .k_submodular_functions import KCoverage
 from .matroids import GraphicMatroid, Matroid, check_pair
-from .multilinear import pyomo_multilinear
-from .set_functions import FacilityLocation, WeightedCoverage
+from .objectives import FacilityLocation, KCoverage, WeightedCoverage, pyomo_multilinear
 
 __all__ = [
     "build_matroid_lp",

@@ -23,7 +23,7 @@ from .exponential import _inv_temp, em_probabilities
 from .greedy_mechanisms import _greedy_mechanism_setup
 from .matroids import Matroid
 from .mechanism import _check_finite_scale
-from .multilinear import gradient
+from .objectives import gradient
 
 __all__ = ["alg1_distribution", "alg2_distribution", "alg3_distribution", "privacy_loss"]
 

@@ -9,8 +9,8 @@ from dpmodels.instances.submodular import coverage_from_file, facility_from_file
 from dpmodels import instances
 from dpmodels.core.errors import DataValidationError
 from dpmodels.submodular.data import SubmodularInstance
-from dpmodels.submodular.function_checks import submodularity_violations
 from dpmodels.submodular.matroids import GraphicMatroid, PartitionMatroid, UniformMatroid
+from dpmodels.submodular.objectives import submodularity_violations
 
 
 def test_registered_names():

@@ -19,7 +19,7 @@ from dpmodels.submodular.algorithms import (
 from dpmodels.submodular.bounds import continuous_greedy_discrete_bound
 from dpmodels.submodular.matroids import PartitionMatroid
 from dpmodels.submodular.models import build_coverage_milp
-from dpmodels.submodular.multilinear import gradient, multilinear
+from dpmodels.submodular.objectives import gradient, multilinear
 
 EXACT = {"mip_rel_gap": 0.0}  # prove optimality, not HiGHS's default 1e-4 gap
 

@@ -11,10 +11,22 @@ from hypothesis import strategies as st
 
 from dpmodels import instances
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
-from dpmodels.submodular.function_checks import check_sensitivity, k_submodularity_violations, submodularity_violations
-from dpmodels.submodular.k_submodular_functions import KCoverage, ad_slots, facility_variant
-from dpmodels.submodular.multilinear import SampledGradient, gradient, multilinear, pyomo_multilinear
-from dpmodels.submodular.set_functions import CallableFunction, DecomposableSum, FacilityLocation, WeightedCoverage
+from dpmodels.submodular.objectives import (
+    CallableFunction,
+    DecomposableSum,
+    FacilityLocation,
+    KCoverage,
+    SampledGradient,
+    WeightedCoverage,
+    ad_slots,
+    check_sensitivity,
+    facility_variant,
+    gradient,
+    k_submodularity_violations,
+    multilinear,
+    pyomo_multilinear,
+    submodularity_violations,
+)
 
 
 def random_coverage(seed, n=6, users=8):

@@ -202,7 +202,7 @@ def test_graphic_sampler_path_does_not_depend_on_the_data():
     """Review F2 / e3: on K7 (21 edges) the old sampler raised on D (conductance range e^18.5) but
     not on the neighbour D' -- an observable difference, i.e. infinite privacy loss."""
     from dpmodels.submodular.continuous_mechanisms import private_continuous_greedy
-    from dpmodels.submodular.set_functions import WeightedCoverage
+    from dpmodels.submodular.objectives import WeightedCoverage
 
     M = GraphicMatroid(7, list(itertools.combinations(range(7), 2)))
     inc = np.zeros((21, 37))

@@ -23,7 +23,7 @@ from dpmodels.submodular.greedy_mechanisms import (
     private_k_greedy_sampled,
 )
 from dpmodels.submodular.matroids import UniformMatroid
-from dpmodels.submodular.multilinear import multilinear
+from dpmodels.submodular.objectives import multilinear
 from dpmodels.submodular.privacy_audit import alg1_distribution, alg3_distribution, privacy_loss
 
 
@@ -261,7 +261,7 @@ def test_exact_privacy_audit_of_algorithm_2(trap, eps):
 def _sampler_case():
     """Coverage on U(4, 2) with singleton values 3, 2, 2, 1 (Delta = 1): score gaps of a few units, so
     at eps = 1 a doubled inverse temperature moves the output law far beyond sampling noise."""
-    from dpmodels.submodular.set_functions import WeightedCoverage
+    from dpmodels.submodular.objectives import WeightedCoverage
 
     inc = np.zeros((4, 6))
     for e, users in enumerate([(0, 1, 2), (2, 3), (3, 4), (5,)]):
@@ -315,7 +315,7 @@ def test_algorithm_1_base_sampler_paths_match_the_exact_law(path, monkeypatch):
     graphic matroid through the enumerated bases or, forced, the exact sequential forest sampler."""
     from dpmodels.submodular.exact import bases as exact_bases
     from dpmodels.submodular.matroids import GraphicMatroid
-    from dpmodels.submodular.set_functions import WeightedCoverage
+    from dpmodels.submodular.objectives import WeightedCoverage
 
     if path == "partition":
         trap = instances.load("submodular/trap")
@@ -405,7 +405,7 @@ def test_algorithm_2_accountant_fixed_constants(trap):
     assert run(0.5, mu_mode="scale") == pytest.approx(5.0)
     assert alg2_step_epsilon(1.0, 2, 1.0, 1.0) == pytest.approx(5.0)
     # Delta = 2, eps = 1: paper w = 1 gives 4 + 1/2 = 4.5 per step (9.0); scale w = 2 gives 4 + 1 (10.0)
-    from dpmodels.submodular.set_functions import WeightedCoverage
+    from dpmodels.submodular.objectives import WeightedCoverage
 
     G = WeightedCoverage(F.incidence, F.weights, sensitivity=2.0)
     run2 = lambda **kw: improved_private_continuous_greedy(  # noqa: E731
@@ -440,7 +440,7 @@ def test_algorithm_2_sample_size_is_public(trap, monkeypatch):
             runs.append([sub.copy() for sub in drawn])
         assert len(runs[0]) == M.r and all(len(sub) == N for sub in runs[0])
         assert all(np.array_equal(u, v) for u, v in zip(*runs, strict=True))
-    from dpmodels.submodular.set_functions import CallableFunction
+    from dpmodels.submodular.objectives import CallableFunction
 
     G = CallableFunction(lambda S: float(min(len(S), 2)), 3, sensitivity=1.0)  # max_value read off fn
     with pytest.raises(PrivacyParameterError, match="value_bound"):

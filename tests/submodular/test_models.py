@@ -17,7 +17,7 @@ from dpmodels.submodular.models import (
     build_lift_lp,
     build_multilinear_relaxation,
 )
-from dpmodels.submodular.multilinear import multilinear
+from dpmodels.submodular.objectives import multilinear
 
 MATROIDS = ["uniform", "partition", "graphic"]
 

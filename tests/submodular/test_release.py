@@ -18,8 +18,8 @@ from dpmodels.submodular.compare import RATIO, RATIO_MEAN, VALUE, compare_submod
 from dpmodels.submodular.continuous_mechanisms import private_continuous_greedy
 from dpmodels.submodular.greedy_mechanisms import mitrovic_private_greedy
 from dpmodels.submodular.matroids import UniformMatroid
+from dpmodels.submodular.objectives import WeightedCoverage
 from dpmodels.submodular.results import ContinuousRelease, GreedyRelease, TrueDataDiagnostics
-from dpmodels.submodular.set_functions import WeightedCoverage
 
 
 def _modular_pair(shift=4.0):

@@ -16,9 +16,7 @@ from hypothesis import strategies as st
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.submodular.continuous_mechanisms import improved_private_continuous_greedy, private_continuous_greedy
 from dpmodels.submodular.data import SetFunction
-from dpmodels.submodular.function_checks import check_sensitivity
 from dpmodels.submodular.greedy_mechanisms import mitrovic_private_greedy, private_k_greedy
-from dpmodels.submodular.k_submodular_functions import KCoverage, SeparableSum, ad_slots
 from dpmodels.submodular.matroids import (
     ExplicitMatroid,
     GraphicMatroid,
@@ -27,7 +25,16 @@ from dpmodels.submodular.matroids import (
     UniformMatroid,
     esp_sample,
 )
-from dpmodels.submodular.set_functions import CallableFunction, DecomposableSum, FacilityLocation, WeightedCoverage
+from dpmodels.submodular.objectives import (
+    CallableFunction,
+    DecomposableSum,
+    FacilityLocation,
+    KCoverage,
+    SeparableSum,
+    WeightedCoverage,
+    ad_slots,
+    check_sensitivity,
+)
 
 # ----------------------------------------------------------------------------- F1: record certification
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 
-from .data import KSubmodularFunction, SetFunction, as_mask
+from ..data import KSubmodularFunction, SetFunction, as_mask
 
 __all__ = ["Violation", "submodularity_violations", "k_submodularity_violations", "check_sensitivity"]
 

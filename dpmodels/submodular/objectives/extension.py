@@ -20,7 +20,7 @@ import pyomo.environ as pyo
 
 from dpmodels.core.errors import DataValidationError
 
-from .data import SetFunction
+from ..data import SetFunction
 from .set_functions import FacilityLocation, WeightedCoverage
 
 __all__ = [

@@ -1,11 +1,11 @@
 """The set-function objectives of the private submodular family (spec 1.1, 1.2, 1.6, 9.1).
 
-Each class is a :class:`.data.SetFunction` whose ``Delta`` is never read off the private data: it
+Each class is a :class:`..data.SetFunction` whose ``Delta`` is never read off the private data: it
 takes a declared, data-independent record bound (coverage weights, facility ``benefit_bound``,
 ``DecomposableSum.record_bound``) and refuses records outside it.  Classes: weighted coverage
 (sparse incidence, so 10^5 elements never allocate n^2), facility location, decomposable sums (CPP,
 every record certified at construction), and generic callables (validated by
-:mod:`.function_checks`: a callable declared monotone submodular that is not is refused).
+:mod:`.checks`: a callable declared monotone submodular that is not is refused).
 """
 
 from __future__ import annotations
@@ -19,30 +19,50 @@ import scipy.sparse as sp
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 
-from .data import SetFunction, _positive
-from .function_checks import EXHAUSTIVE_CHECK_MAX, submodularity_violations
+from ..data import SetFunction, positive_bound
+from .checks import EXHAUSTIVE_CHECK_MAX, submodularity_violations
 
 __all__ = ["WeightedCoverage", "FacilityLocation", "DecomposableSum", "CallableFunction"]
 
 
-def _declared_record_bound(given, sensitivity, field: str, values: np.ndarray) -> float:
+def declared_record_bound(given, sensitivity, field: str, values: np.ndarray) -> float:
     """The declared per-record bound ``Delta``: 1 for the public unit-weight default, otherwise
-    ``sensitivity`` must be declared and every record value must lie in ``[0, Delta]`` (never clipped)."""
+    ``sensitivity`` must be declared and every record value must lie in ``[0, Delta]`` (never clipped).
+
+    Parameters
+    ----------
+    given : array_like or None
+        The per-record values the caller passed (None for the unit-weight default).
+    sensitivity : float or None
+        The declared data-independent bound ``Delta``.
+    field : str
+        The name of the values, named by the error.
+    values : numpy.ndarray
+        The per-record values as used.
+    """
     if sensitivity is None:
         if given is not None:
             raise PrivacyParameterError(
                 "sensitivity", f"explicit {field} need a declared data-independent bound Delta (spec A10)"
             )
         return 1.0
-    bound = _positive(sensitivity, "sensitivity")
+    bound = positive_bound(sensitivity, "sensitivity")
     if values.size and values.max() > bound:
         raise DataValidationError(field, "a record's value exceeds the declared bound (values are not quoted: private)")
     return bound
 
 
-def _zero_one(mat, field: str):
+def zero_one_incidence(mat, field: str):
     """``mat`` with explicit zeros dropped, refusing any other stored value than 1: a 0.5, a
-    negative or a NaN entry is not an incidence and is never coerced into one (review F2)."""
+    negative or a NaN entry is not an incidence and is never coerced into one (review F2).
+
+    Parameters
+    ----------
+    mat : scipy.sparse matrix
+        An incidence matrix (changed in place: duplicates summed, zeros dropped).
+    field : str
+        The name the error gives for ``mat``.
+    """
     mat.sum_duplicates()
     mat.eliminate_zeros()
     if mat.nnz and not np.all(mat.data == 1.0):
@@ -71,7 +91,7 @@ class WeightedCoverage(SetFunction):
     """
 
     def __init__(self, incidence, weights=None, sensitivity: float | None = None):
-        inc = _zero_one(sp.csc_matrix(incidence, dtype=np.float64), "incidence")
+        inc = zero_one_incidence(sp.csc_matrix(incidence, dtype=np.float64), "incidence")
         n, m = inc.shape
         w = np.ones(m) if weights is None else np.asarray(weights, dtype=np.float64)
         if w.shape != (m,):
@@ -81,7 +101,7 @@ class WeightedCoverage(SetFunction):
         self.incidence = inc
         self.by_element = inc.tocsr()
         self.weights = w
-        delta = _declared_record_bound(weights, sensitivity, "weights", w)
+        delta = declared_record_bound(weights, sensitivity, "weights", w)
         # public M_F: unit weights sum to |V|; declared weights are each at most Delta
         super().__init__(n, delta, float(m) if weights is None else delta * m)
         self.public_max_value = True
@@ -117,7 +137,7 @@ class FacilityLocation(SetFunction):
     def __init__(self, benefit, benefit_bound: float):
         c = sp.csc_matrix(benefit, dtype=np.float64)
         c.eliminate_zeros()
-        bound = _positive(benefit_bound, "benefit_bound")
+        bound = positive_bound(benefit_bound, "benefit_bound")
         if c.nnz and (not np.all(np.isfinite(c.data)) or c.data.min() < 0 or c.data.max() > bound):
             raise DataValidationError("benefit", f"every benefit must be finite and in [0, benefit_bound={bound}]")
         self.benefit = c
@@ -171,7 +191,7 @@ class DecomposableSum(SetFunction):
         n = functions[0].n
         if any(f.n != n for f in functions):
             raise DataValidationError("functions", "all record functions must share one ground set")
-        bound = _positive(record_bound, "record_bound")
+        bound = positive_bound(record_bound, "record_bound")
         for i, f in enumerate(functions):
             _certify_record(f, bound, f"functions[{i}]", trust_records)
         self.functions = list(functions)

@@ -1,6 +1,6 @@
 """The k-submodular objectives of the private k-submodular family (spec 1.3, paper Examples 5.1, 5.2).
 
-Each is a :class:`.data.KSubmodularFunction` on vectors ``s`` in ``{0..k}^E`` with a declared
+Each is a :class:`..data.KSubmodularFunction` on vectors ``s`` in ``{0..k}^E`` with a declared
 sensitivity: k-coverage (one incidence matrix per colour) and separable sums ``sum_i g_i(S_i)`` of
 set functions, of which the paper's Examples 5.1 (:func:`ad_slots`) and 5.2
 (:func:`facility_variant`) are instances.
@@ -15,8 +15,8 @@ import scipy.sparse as sp
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 
-from .data import KSubmodularFunction, SetFunction, _positive
-from .set_functions import FacilityLocation, WeightedCoverage, _declared_record_bound, _zero_one
+from ..data import KSubmodularFunction, SetFunction, positive_bound
+from .set_functions import FacilityLocation, WeightedCoverage, declared_record_bound, zero_one_incidence
 
 __all__ = ["KCoverage", "SeparableSum", "ad_slots", "facility_variant"]
 
@@ -25,7 +25,9 @@ class KCoverage(KSubmodularFunction):
     """``F(s) = w(union_{e in supp s} N_{s(e)}(e))``; ``incidence[i]`` is the |E| x |V| matrix of ``N_{i+1}``."""
 
     def __init__(self, incidence: Sequence, weights=None, sensitivity: float | None = None):
-        mats = [_zero_one(sp.csr_matrix(m, dtype=np.float64), f"incidence[{i}]") for i, m in enumerate(incidence)]
+        mats = [
+            zero_one_incidence(sp.csr_matrix(m, dtype=np.float64), f"incidence[{i}]") for i, m in enumerate(incidence)
+        ]
         if not mats:
             raise DataValidationError("incidence", "need one incidence matrix per colour")
         shape = mats[0].shape
@@ -40,7 +42,7 @@ class KCoverage(KSubmodularFunction):
         order = np.arange(n * len(mats)).reshape(len(mats), n).T.ravel()
         self.rows = stacked[order]
         self.weights = w
-        delta = _declared_record_bound(weights, sensitivity, "weights", w)
+        delta = declared_record_bound(weights, sensitivity, "weights", w)
         # M_F = Delta |V| (declared bound times the public user count), not the data's w(V) (review2 F6)
         super().__init__(n, len(mats), delta, delta * m)
         self.public_max_value = True
@@ -68,7 +70,7 @@ class SeparableSum(KSubmodularFunction):
             raise DataValidationError("parts", "all colours need one ground set")
         self.parts = list(parts)
         default = sum(g.sensitivity for g in parts)
-        if sensitivity is not None and _positive(sensitivity, "sensitivity") < max(g.sensitivity for g in parts):
+        if sensitivity is not None and positive_bound(sensitivity, "sensitivity") < max(g.sensitivity for g in parts):
             # one record may change a single colour's term by its part's Delta: never declare less (F4)
             raise PrivacyParameterError("sensitivity", "must be at least the largest part sensitivity")
         super().__init__(
