@@ -26,9 +26,10 @@ import sys
 from dpmodels.core.bench_command import COMMAND as NOISE_BENCH
 from dpmodels.core.budget_commands import INIT as BUDGET_INIT
 from dpmodels.core.budget_commands import SHOW as BUDGET_SHOW
-from dpmodels.core.commands import Command, Family, HelpFormatter, check_outputs
+from dpmodels.core.commands import Command, Family, HelpFormatter
 from dpmodels.core.errors import DPModelsError
 from dpmodels.core.families import family_module, family_names
+from dpmodels.core.runner import run_command
 from dpmodels.core.startup import COMMAND as STARTUP_BENCH
 
 
@@ -42,18 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    try:
-        check_outputs(args)  # before any work: a bad output path must not cost a run
-        return args.run(args)
-    except DPModelsError as err:
-        print(f"dpmodels: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("dpmodels: interrupted", file=sys.stderr)
-        return 130
-    except Exception as err:  # the run itself failed (a solver error, a crash): exit code 1
-        print(f"dpmodels: the run failed: {type(err).__name__}: {err}", file=sys.stderr)
-        return 1
+    return run_command(args)  # exit codes, one stderr line per failure, Ctrl-C -> 130 with no partial file
 
 
 def _parser() -> argparse.ArgumentParser:
