@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyomo.contrib.solver.common.results import TerminationCondition
 
 from dpmodels.core.errors import InfeasibleDomainError, ModelStructureError
-from dpmodels.metricdp.mechanism import require_exact_mdp
+from dpmodels.metricdp.privacy_audit import require_exact_mdp
 from dpmodels.pgsr.domains import hierarchical_infeasibility
 
 from .base import StructureSolution, converged

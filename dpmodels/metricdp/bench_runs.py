@@ -59,7 +59,7 @@ def rule_times(history: pd.DataFrame, offset: float) -> dict:
 def highs_run(inst: MDPInstance, method: str, time_limit: float) -> dict:
     """HiGHS's ``method`` on the full LP, audited (see the module docstring)."""
     from .lp import full_lp, safe_lower_bound
-    from .mechanism import expected_loss, is_exactly_mdp, repair
+    from .privacy_audit import expected_loss, is_exactly_mdp, repair
 
     tick = time.perf_counter()
     model = full_lp(inst, method=method, time_limit=time_limit)
@@ -96,8 +96,8 @@ def benders_run(inst: MDPInstance, time_limit: float, partitioner: str, blocks: 
     """``mdp_benders`` over a ``partitioner`` partition into ``blocks`` blocks (the partition's time
     counted), to the certified relative ``gap``; its incumbent audited like every other point."""
     from .benders import benders
-    from .mechanism import expected_loss, is_exactly_mdp, repair
     from .partition import partition
+    from .privacy_audit import expected_loss, is_exactly_mdp, repair
 
     tick = time.perf_counter()
     part = partition(inst, partitioner, M=blocks)

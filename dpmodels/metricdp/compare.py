@@ -26,8 +26,9 @@ from .benders import benders
 from .data import MDPInstance
 from .ipm import structured_ipm, warm_up
 from .lp import full_lp, safe_lower_bound
-from .mechanism import audit, expected_loss, exponential_mechanism, repair, require_exact_mdp
+from .mechanism import exponential_mechanism
 from .partition import PARTITIONERS, partition
+from .privacy_audit import audit, expected_loss, repair, require_exact_mdp
 
 __all__ = ["METHODS", "compare_mdp", "partition_table", "privacy_utility", "plot_bounds"]
 

@@ -20,7 +20,17 @@ from dpmodels.core.highs import new_highs
 
 from .data import MDPGraph, MDPInstance
 
-__all__ = ["full_lp", "Highs", "mdp_rows", "safe_lower_bound", "assignment_bound", "Simplices", "record_simplices"]
+__all__ = [
+    "full_lp",
+    "Highs",
+    "mdp_rows",
+    "unit_rows",
+    "with_width",
+    "safe_lower_bound",
+    "assignment_bound",
+    "Simplices",
+    "record_simplices",
+]
 
 INF = float("inf")
 
@@ -43,8 +53,16 @@ def unit_rows(n: int, K: int) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(n * K), (np.repeat(np.arange(n), K), np.arange(n * K))), shape=(n, n * K))
 
 
-def _width(a: sp.spmatrix, n: int) -> sp.csr_matrix:
-    """``a`` as a CSR matrix of ``n`` columns: rows built over fewer columns, padded on the right."""
+def with_width(a: sp.spmatrix, n: int) -> sp.csr_matrix:
+    """``a`` as a CSR matrix of ``n`` columns: rows built over fewer columns, padded on the right.
+
+    Parameters
+    ----------
+    a : sparse matrix
+        Rows over the first ``a.shape[1] <= n`` columns.
+    n : int
+        The width of the result.
+    """
     a = sp.csr_matrix(a)
     return sp.csr_matrix((a.data, a.indices, a.indptr), shape=(a.shape[0], n))
 

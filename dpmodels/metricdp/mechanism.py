@@ -1,52 +1,142 @@
-"""Metric-DP mechanisms and their audit: the exponential mechanism, the repair that makes any
-matrix an exactly eps-mDP mechanism, the exact ratio audit, the least mDP closure of a matrix
-(the primal recoveries' tool) and the release of outputs (spec 7, 9.1).
+"""Metric-DP mechanisms: perturbation matrices, and the draw of each record's output (spec 7, 9.1).
 
-A perturbation matrix ``Z`` (N x K, non-negative rows) is a mechanism: record ``r_i`` is
-reported as output ``o_k`` with probability ``Z[i, k] / sum_k Z[i, k]`` (:func:`sample_outputs`
-draws exactly that, with the core's exact sampler and, by default, the secure generator).  It
-is eps-mDP iff ``Pr[o_k | r_i] <= exp(eps d_ij) Pr[o_k | r_j]`` for every neighbouring pair and
-output.  This is a *ratio*: ``Pr[o_k | r_j] = 0 < Pr[o_k | r_i]`` is an
-infinite privacy loss however small ``Pr[o_k | r_i]`` is.  LP solvers meet the rows
-``z_ik - exp(eps d_ij) z_jk <= 0`` only to an additive tolerance (HiGHS: 1e-7), so their raw
-matrices are not private; every matrix this library returns or samples from is repaired and
-passes :func:`is_exactly_mdp`, which proves each ratio in floating point with no tolerance.
+A perturbation matrix ``Z`` (N x K) is the mechanism: record ``r_i`` is reported as output
+``o_k`` with probability ``Z[i, k] / sum_k Z[i, k]``.  :func:`optimal_mechanism` solves the
+perturbation LP for the loss-optimal one from public inputs only, :func:`exponential_mechanism`
+is the paper's baseline; both are repaired and proven exactly eps-mDP
+(:mod:`dpmodels.metricdp.privacy_audit`).  :func:`perturb` applies one to a release's records:
+the charge in a :class:`~dpmodels.core.accounting.PrivacyLedger`, then :func:`sample_outputs`
+draws each output exactly with the core's sampler and the generator it is given.
 """
 
 from __future__ import annotations
 
-import math
+import time
+from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from dpmodels.core.accounting import PrivacyLedger
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.randomness import make_rng
 from dpmodels.core.selection import sample_proportional
 
 from .data import MDPInstance
+from .privacy_audit import expected_loss, repair, require_exact_mdp
 
 __all__ = [
+    "SOLVERS",
+    "NOISE",
+    "Mechanism",
+    "optimal_mechanism",
+    "given_mechanism",
     "exponential_mechanism",
-    "expected_loss",
-    "row_sum_error",
-    "mdp_ratio_failures",
-    "max_privacy_loss",
-    "max_mdp_violation",
-    "is_exactly_mdp",
-    "require_exact_mdp",
-    "max_additive_mdp_gap",
-    "max_path_violation",
-    "audit",
-    "repair",
-    "mdp_closure",
+    "perturb",
     "sample_outputs",
 ]
 
-#: Relative allowance for the error of ``np.exp`` (a few ulps) in the lower bound on exp(eps d).
-EXP_ALLOWANCE = 2.0**-46
-#: Doublings of the repair's safety margin tried before falling back to the uniform mechanism.
-MARGIN_ROUNDS = 8
+#: The solvers of the perturbation LP a release may use: ``mdp_ipm`` certifies its gap.
+SOLVERS = ("mdp_ipm", "highs")
+#: How each record's output is drawn (the ledger's noise).
+NOISE = "one draw per record from its row of the audited perturbation matrix (exact proportional sampler)"
+
+
+@dataclass(frozen=True, eq=False)
+class Mechanism:
+    """An exactly eps-mDP perturbation matrix and how it was obtained (public: no record is read).
+
+    ``loss`` is the expected loss of ``z`` under the public prior; ``bound`` a certified lower
+    bound on the optimal loss (``mdp_ipm``; ``None`` when not certified) and ``gap`` the relative
+    gap between them; ``repair_weight`` the weight of the uniform mechanism the repair mixed in.
+
+    Parameters
+    ----------
+    z : numpy.ndarray
+        The perturbation matrix (N x K), exactly eps-mDP.
+    solver : str
+        How it was obtained (``"mdp_ipm"``, ``"highs"`` or ``"given"``).
+    status : str
+        The solver's status.
+    loss : float
+        The expected loss of ``z``.
+    bound : float or None
+        A certified lower bound on the optimal loss.
+    gap : float or None
+        The relative gap between ``loss`` and ``bound``.
+    repair_weight : float
+        The uniform mechanism's weight in the repair.
+    seconds : float
+        The solve's wall time.
+    """
+
+    z: np.ndarray
+    solver: str
+    status: str
+    loss: float
+    bound: float | None
+    gap: float | None
+    repair_weight: float
+    seconds: float
+
+    def as_dict(self) -> dict:
+        """The ledger's ``optimisation`` entry."""
+        return {
+            "solver": self.solver,
+            "status": self.status,
+            "expected loss": self.loss,
+            "certified lower bound": self.bound,
+            "relative gap": self.gap,
+            "gap certified": self.bound is not None,
+            "uniform weight in repair": self.repair_weight,
+            "seconds": self.seconds,
+        }
+
+
+def optimal_mechanism(
+    instance: MDPInstance, solver: str = "mdp_ipm", gap: float = 1e-3, time_limit: float | None = None
+) -> Mechanism:
+    """The loss-optimal perturbation matrix of ``instance`` (public), exactly eps-mDP.
+
+    ``build_full_lp`` solved with ``mdp_ipm`` to the certified relative ``gap`` (its incumbent is
+    already repaired; its bound is a weak-duality certificate), or with ``highs`` (its matrix meets
+    the mDP rows only to a tolerance, so it is repaired here; its bound is not certified).  A run
+    stopped by ``time_limit`` still returns an exactly private incumbent; the status says so.
+    """
+    from dpmodels.core.facade import solve
+
+    from .models import build_full_lp, perturbation_matrix
+
+    if solver not in SOLVERS:
+        raise DataValidationError("solver", f"must be one of {list(SOLVERS)}, got {solver!r}")
+    tick = time.perf_counter()
+    model = build_full_lp(instance)
+    options = {"gap": gap} if solver == "mdp_ipm" else {}
+    result = solve(model, solver, time_limit=time_limit, **options)
+    status = str(getattr(result.extra_info, "status", None) or result.termination_condition.name)
+    if result.solution_loader.get_number_of_solutions() == 0:
+        raise DataValidationError("solver", f"{solver} returned no mechanism ({status})")
+    z, weight = repair(instance, perturbation_matrix(model, instance, raw=True))
+    z = require_exact_mdp(instance, z, "mechanism")
+    loss = expected_loss(instance, z)
+    bound = None
+    if solver == "mdp_ipm" and result.objective_bound is not None and np.isfinite(result.objective_bound):
+        bound = float(min(result.objective_bound, loss))
+    gap_reached = None if bound is None else (loss - bound) / max(abs(loss), 1e-12)
+    return Mechanism(z, solver, status, loss, bound, gap_reached, float(weight), time.perf_counter() - tick)
+
+
+def given_mechanism(instance: MDPInstance, z) -> Mechanism:
+    """A matrix the caller brings, as a :class:`Mechanism`, if it passes the exact audit.
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The public domain.
+    z : array_like
+        The perturbation matrix (N x K); refused unless exactly eps-mDP.
+    """
+    z = require_exact_mdp(instance, z, "mechanism")
+    return Mechanism(z, "given", "given", expected_loss(instance, z), None, None, 0.0, 0.0)
 
 
 def exponential_mechanism(instance: MDPInstance) -> np.ndarray:
@@ -54,7 +144,18 @@ def exponential_mechanism(instance: MDPInstance) -> np.ndarray:
 
     eps-mDP for *all* pairs in exact arithmetic (triangle inequality), hence feasible for the
     LP; in floating point a tight ratio can be off by an ulp and ``exp`` underflows to 0 next
-    to a positive neighbour, so the softmax is passed through :func:`repair` (usually t = 0).
+    to a positive neighbour, so the softmax is passed through
+    :func:`~dpmodels.metricdp.privacy_audit.repair` (usually t = 0).
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance; it needs its record-output distances ``d_ro``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The exactly eps-mDP matrix (N x K, rows summing to 1).
     """
     if instance.d_ro is None:
         raise DataValidationError("d_ro", "the exponential mechanism needs record-output distances")
@@ -64,273 +165,37 @@ def exponential_mechanism(instance: MDPInstance) -> np.ndarray:
     return repair(instance, z / z.sum(axis=1, keepdims=True))[0]
 
 
-def expected_loss(instance: MDPInstance, z: np.ndarray) -> float:
-    """``sum_i p_i sum_k c_ik Z[i, k]``: the LP objective of any mechanism."""
-    return float((instance.weighted_cost * np.asarray(z)).sum())
+def perturb(instance: MDPInstance, z, records, rng) -> tuple[np.ndarray, PrivacyLedger]:
+    """The mechanism applied to a release's records: the charge recorded, then one draw per record.
 
+    Parameters
+    ----------
+    instance : MDPInstance
+        The public domain; its ``epsilon`` (per km) is what each record's guarantee is charged.
+    z : numpy.ndarray
+        The perturbation matrix (N x K); refused unless exactly eps-mDP (:func:`sample_outputs`).
+    records : array_like of int
+        Location indices in ``0..N-1``, one per user.
+    rng : numpy.random.Generator
+        The draws' generator (the secure one on real data; its description goes in the ledger).
 
-def row_sum_error(z: np.ndarray) -> float:
-    """Largest ``|sum_k Z[i, k] - 1|`` and negativity: how far Z is from stochastic."""
-    z = np.asarray(z)
-    return float(max(np.abs(z.sum(axis=1) - 1).max(), max(0.0, -z.min())))
-
-
-# ---------------------------------------------------------------------- the exact ratio audit
-def _as_matrix(instance: MDPInstance, z, field: str = "z") -> np.ndarray:
-    z = np.asarray(z, dtype=np.float64)
-    if z.shape != (instance.N, instance.K):
-        raise DataValidationError(field, f"must be N x K = {instance.N} x {instance.K}, got shape {z.shape}")
-    return z
-
-
-def _coef_lower(instance: MDPInstance) -> np.ndarray:
-    """Per pair a float ``<= exp(eps d_ij)`` in real arithmetic: ``eps d`` rounded down, ``exp``
-    allowed ``EXP_ALLOWANCE`` relative error, the product rounded down; exactly 1 when eps d = 0."""
-    x = instance.epsilon * instance.graph.dist
-    with np.errstate(over="ignore"):
-        c = np.nextafter(np.exp(np.nextafter(x, 0.0)) * (1.0 - EXP_ALLOWANCE), 0.0)
-    return np.where(x == 0, 1.0, c)
-
-
-def _row_sums(z: np.ndarray) -> np.ndarray:
-    """Correctly rounded row sums (``math.fsum``): the true sum is within half an ulp."""
-    return np.array([math.fsum(row) for row in z.tolist()], dtype=np.float64)
-
-
-def mdp_ratio_failures(instance: MDPInstance, z) -> np.ndarray:
-    """``(pairs x K)`` mask of the ratios this check cannot *prove*:
-    ``Z[i, k] / S_i <= exp(eps d_ij) Z[j, k] / S_j`` in real arithmetic (``S`` = row sums, the
-    normalisation the sampler applies).  Every float operation on the right-hand side is
-    rounded towards 0, so a pass is a proof; there is no tolerance, and ``Z[j, k] = 0 < Z[i, k]``
-    always fails.  Rows that are bitwise identical are the same distribution and pass."""
-    g = instance.graph
-    z = _as_matrix(instance, z)
-    if g.n_pairs == 0:
-        return np.zeros((0, instance.K), dtype=bool)
-    s = _row_sums(z)
-    lo, hi = np.nextafter(s, -np.inf), np.nextafter(s, np.inf)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ratio = np.nextafter(lo[g.src] / hi[g.dst], 0.0)  # <= S_i / S_j
-        scale = np.nextafter(_coef_lower(instance) * ratio, 0.0)
-        rhs = np.nextafter(scale[:, None] * z[g.dst], 0.0)
-    rhs = np.where(z[g.dst] > 0, rhs, 0.0)  # inf * 0 is nan: the bound there is 0
-    same = (z[g.src] == z[g.dst]).all(axis=1)
-    return ~(z[g.src] <= rhs) & ~same[:, None]
-
-
-def _pair_losses(instance: MDPInstance, z: np.ndarray) -> np.ndarray:
-    """``(pairs x K)`` privacy losses ``log(Pr[o_k | r_i] / Pr[o_k | r_j]) / d_ij`` (float
-    estimates; ``inf`` where ``Z[j, k] = 0 < Z[i, k]``, ``-inf`` where ``Z[i, k] = 0``)."""
-    g = instance.graph
-    s = _row_sums(z)
-    zi, zj = z[g.src], z[g.dst]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_ratio = np.log(zi) - np.log(zj) + (np.log(s[g.dst]) - np.log(s[g.src]))[:, None]
-        log_ratio = np.where(zi > 0, log_ratio, -np.inf)
-        same = (zi == zj).all(axis=1)
-        log_ratio = np.where(same[:, None] & (zi > 0), 0.0, log_ratio)
-        dist = g.dist[:, None]
-        loss = np.where(dist > 0, log_ratio / dist, np.where(log_ratio > 0, np.inf, np.minimum(log_ratio, 0.0)))
-    return loss
-
-
-def max_privacy_loss(instance: MDPInstance, z) -> float:
-    """``max log(Pr[o_k | r_i] / Pr[o_k | r_j]) / d_ij`` over neighbouring pairs and outputs, in
-    the units of eps (eps-mDP iff it is <= eps); ``inf`` when the supports of neighbours differ.
-    A float estimate for reports; :func:`mdp_ratio_failures` is the proof."""
-    z = _as_matrix(instance, z)
-    if instance.graph.n_pairs == 0:
-        return 0.0
-    return float(max(0.0, _pair_losses(instance, z).max()))
-
-
-def max_mdp_violation(instance: MDPInstance, z) -> float:
-    """Excess privacy loss relative to eps, ``max privacy loss / eps - 1`` over the ratios that
-    fail :func:`mdp_ratio_failures`: exactly 0.0 iff every ratio is proven, ``inf`` when the
-    supports differ, and at least 2**-52 (the float resolution) for any unproven ratio."""
-    z = _as_matrix(instance, z)
-    fail = mdp_ratio_failures(instance, z)
-    if not fail.any():
-        return 0.0
-    worst = _pair_losses(instance, z)[fail].max() / instance.epsilon - 1.0
-    return float(max(worst, np.finfo(np.float64).eps))
-
-
-def is_exactly_mdp(instance: MDPInstance, z) -> bool:
-    """``Z`` is a mechanism (finite, non-negative, no empty row) and every ratio is proven."""
-    z = _as_matrix(instance, z)
-    if not np.isfinite(z).all() or (z < 0).any() or (z.sum(axis=1) <= 0).any():
-        return False
-    return not mdp_ratio_failures(instance, z).any()
-
-
-def require_exact_mdp(instance: MDPInstance, z, field: str = "z") -> np.ndarray:
-    """``Z`` as a float array if :func:`is_exactly_mdp`, else a ``DataValidationError`` naming
-    ``field``: a matrix that is not private is refused, not used."""
-    arr = _as_matrix(instance, z, field)
-    if is_exactly_mdp(instance, arr):
-        return arr
-    if not np.isfinite(arr).all() or (arr < 0).any() or (arr.sum(axis=1) <= 0).any():
-        raise DataValidationError(field, "is not a mechanism (NaN, infinite or negative entries, or an empty row)")
-    fails = int(mdp_ratio_failures(instance, arr).sum())
-    loss = max_privacy_loss(instance, arr)
-    raise DataValidationError(
-        field,
-        f"is not exactly eps-mDP: {fails} neighbour ratios exceed exp(eps d) (max privacy loss "
-        f"{loss:.6g} = {loss / instance.epsilon:.6g} x eps); make it private with mechanism.repair",
+    Returns
+    -------
+    tuple of (numpy.ndarray, PrivacyLedger)
+        The output index drawn for each record and the ledger of the charge.
+    """
+    records = _record_indices(instance, records)
+    ledger = PrivacyLedger(private=True)
+    ledger.note_randomness(rng)
+    ledger.charge(
+        f"mDP perturbation of {len(records)} records (epsilon per km)",
+        instance.epsilon,
+        group="every record, once (local: each record its own guarantee)",
+        noise=NOISE,
     )
+    return sample_outputs(instance, z, records, rng), ledger
 
 
-def max_additive_mdp_gap(instance: MDPInstance, z, relative: bool = True) -> float:
-    """Diagnostic only, *not* a privacy check: the largest additive row residual
-    ``Z[i, k] - exp(eps d_ij) Z[j, k]`` (divided by ``exp(eps d_ij)`` with ``relative``), i.e.
-    how well a solver met its LP rows.  ``1.5e-8 - e^18 * 0`` is tiny here and infinite loss."""
-    g = instance.graph
-    z = np.asarray(z)
-    if g.n_pairs == 0:
-        return 0.0
-    gap = z[g.src] - g.coef[:, None] * z[g.dst]
-    if relative:
-        gap = gap / g.coef[:, None]
-    return float(max(0.0, gap.max()))
-
-
-def max_path_violation(instance: MDPInstance, z: np.ndarray) -> float:
-    """Property 3.2 diagnostic (additive, relative): largest ``Z[i, k] - exp(eps D_ij) Z[j, k]``
-    over connected pairs, divided by ``exp(eps D_ij)``."""
-    dist = instance.graph.shortest_paths()
-    z = np.asarray(z)
-    worst = 0.0
-    for i in range(instance.N):
-        finite = np.isfinite(dist[i])
-        finite[i] = False
-        if not finite.any():
-            continue
-        coef = np.exp(instance.epsilon * dist[i, finite])
-        gap = (z[i][None, :] - coef[:, None] * z[finite]) / coef[:, None]
-        worst = max(worst, float(gap.max()))
-    return worst
-
-
-def audit(instance: MDPInstance, z: np.ndarray) -> dict:
-    """Loss, stochasticity and the exact privacy audit of a perturbation matrix (spec 9.1).
-
-    ``exactly mDP`` is the proof of :func:`is_exactly_mdp`; ``max privacy loss / eps`` is
-    <= 1 for a private matrix and ``inf`` when neighbours' supports differ; ``max mDP violation
-    (relative)`` is :func:`max_mdp_violation` (0.0 iff exactly mDP); ``mDP ratio failures``
-    counts the unproven ratios.
-    """
-    return {
-        "expected loss": expected_loss(instance, z),
-        "row-sum error": row_sum_error(z),
-        "exactly mDP": is_exactly_mdp(instance, z),
-        "max privacy loss / eps": max_privacy_loss(instance, z) / instance.epsilon,
-        "max mDP violation (relative)": max_mdp_violation(instance, z),
-        "mDP ratio failures": int(mdp_ratio_failures(instance, z).sum()),
-    }
-
-
-# ---------------------------------------------------------------------- repair
-def _stochastic(instance: MDPInstance, z) -> np.ndarray:
-    """``z`` clipped at 0, empty rows made uniform, rows normalised unless already within 1e-12."""
-    z = _as_matrix(instance, z)
-    if not np.isfinite(z).all():
-        raise DataValidationError("z", "has NaN or infinite entries; there is no mechanism to repair")
-    z = np.maximum(z, 0.0)
-    sums = z.sum(axis=1, keepdims=True)
-    if (sums <= 0).any():
-        z = np.where(sums > 0, z, 1.0 / instance.K)
-        sums = z.sum(axis=1, keepdims=True)
-    return z / sums if np.abs(sums - 1.0).max() > 1e-12 else z
-
-
-def _mixing_weight(instance: MDPInstance, z: np.ndarray, margin: float) -> float:
-    """Least ``t`` with ``(1 - t) z + t / K`` meeting every row with ``exp(eps d) (1 - margin)``:
-    the uniform mechanism has slack ``(exp(eps d)(1 - margin) - 1) / K`` in every such row, so
-    ``t`` is proportional to the largest violation (1 where that slack is 0: distance 0)."""
-    g = instance.graph
-    coef = g.coef * (1.0 - margin)
-    excess = z[g.src] - coef[:, None] * z[g.dst]
-    pair, _ = np.nonzero(excess > 0)
-    if len(pair) == 0:
-        return 0.0
-    over = excess[excess > 0]
-    slack = (np.maximum(coef[pair], 1.0) - 1.0) / instance.K
-    with np.errstate(divide="ignore", invalid="ignore"):
-        need = np.where(slack > 0, over / (over + slack), 1.0).max()
-    return float(min(1.0, need * (1 + 1e-6) + 1e-15))
-
-
-def repair(instance: MDPInstance, z: np.ndarray) -> tuple[np.ndarray, float]:
-    """An exactly eps-mDP mechanism near ``z`` and the weight ``t`` of the uniform mechanism in it.
-
-    ``z`` is clipped at 0 and made row-stochastic; if it then passes :func:`is_exactly_mdp` it
-    is returned with ``t = 0``.  Otherwise ``(1 - t) z + t / K`` with the least ``t`` that meets
-    every mDP row with a safety margin, ``exp(eps d)(1 - margin)``, so that the ratios still
-    hold after the rounding of the mix and of the row normalisation the sampler applies; the
-    result is re-checked by the exact audit and the margin grown until it passes (the uniform
-    mechanism, ``t = 1``, always does).  Mixing keeps the loss within ``t`` of the input's.
-    """
-    z = _stochastic(instance, z)
-    if instance.graph.n_pairs == 0 or is_exactly_mdp(instance, z):
-        return z, 0.0
-    margin = (instance.K + 16) * 2.0**-48
-    for _ in range(MARGIN_ROUNDS):
-        t = _mixing_weight(instance, z, margin)
-        if t >= 1.0:
-            break
-        mixed = (1.0 - t) * z + t / instance.K
-        if is_exactly_mdp(instance, mixed):
-            return mixed, t
-        margin *= 64.0
-    return np.full((instance.N, instance.K), 1.0 / instance.K), 1.0
-
-
-# ---------------------------------------------------------------------- closure
-#: Sweeps of the closure before it is called stuck (it measured 7 on 1 km grids of N = 1,000).
-MAX_SWEEPS = 10_000
-
-
-@njit(cache=True)
-def _closure_sweeps(z, src, dst, shrink, max_sweeps):
-    """Raise ``z[dst, k]`` to ``z[src, k] * shrink`` pair by pair, forwards then backwards, until a
-    sweep changes nothing; returns the sweeps taken (-1 if ``max_sweeps`` did not reach the fixed
-    point)."""
-    K = z.shape[1]
-    P = len(src)
-    for sweep in range(max_sweeps):
-        changed = False
-        for step in range(2 * P):
-            p = step if step < P else 2 * P - 1 - step
-            i, j, f = src[p], dst[p], shrink[p]
-            for k in range(K):
-                v = z[i, k] * f
-                if v > z[j, k]:
-                    z[j, k] = v
-                    changed = True
-        if not changed:
-            return sweep + 1
-    return -1
-
-
-def mdp_closure(instance: MDPInstance, z: np.ndarray) -> np.ndarray:
-    """The least ``Z' >= z`` (N x K) that meets every mDP row ``Z'_ik <= exp(eps d_ij) Z'_jk`` of
-    ``instance.graph``: per output, ``Z'_jk = max_i z_ik exp(-eps D_ij)`` over graph paths.
-
-    The factors ``exp(-eps d)`` are rounded up, so rounding can only make ``Z'`` larger (the
-    repair's audit has the last word either way)."""
-    g = instance.graph
-    out = np.array(z, dtype=np.float64, order="C", copy=True)
-    if g.n_pairs == 0:
-        return out
-    shrink = np.nextafter(np.exp(-instance.epsilon * g.dist) * (1 + 2.0**-50), np.inf)
-    sweeps = _closure_sweeps(out, g.src.astype(np.int64), g.dst.astype(np.int64), shrink, MAX_SWEEPS)
-    if sweeps < 0:
-        raise ArithmeticError("the mDP closure did not reach its fixed point")
-    return out
-
-
-# ---------------------------------------------------------------------- release
 def sample_outputs(instance: MDPInstance, z: np.ndarray, records, rng=None) -> np.ndarray:
     """Perturb ``records`` (indices) with mechanism ``Z``: one output index per record.
 
@@ -339,6 +204,22 @@ def sample_outputs(instance: MDPInstance, z: np.ndarray, records, rng=None) -> n
     (:func:`dpmodels.core.selection.sample_proportional`).  ``rng=None`` draws from the secure
     generator, as a release on real data must; a seed or Generator makes an experiment
     reproducible and the outputs not private (:func:`dpmodels.core.randomness.make_rng`).
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (N records, K outputs).
+    z : numpy.ndarray
+        The perturbation matrix; refused unless exactly eps-mDP.
+    records : array_like of int
+        Record indices in ``0..N-1``.
+    rng : Generator, int or None
+        The generator or a seed (None: secure).
+
+    Returns
+    -------
+    numpy.ndarray
+        One output index (``0..K-1``) per record.
     """
     z = require_exact_mdp(instance, z)
     rng = make_rng(rng)

@@ -9,8 +9,8 @@
 * :func:`build_subproblem_dual` and :func:`build_ray_lp` - the explicit dual (Eq. 18-19) and
   the normalised ray LP for feasibility cuts.
 
-The matrix forms in :mod:`dpmodels.metricdp.lp`, :mod:`dpmodels.metricdp.benders_master` and
-:mod:`dpmodels.metricdp.benders_subproblems` build the same rows for scale; tests check both reach
+The matrix forms in :mod:`dpmodels.metricdp.lp`, :mod:`dpmodels.metricdp.benders.master` and
+:mod:`dpmodels.metricdp.benders.subproblems` build the same rows for scale; tests check both reach
 the same optima.
 """
 
@@ -25,9 +25,9 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker
 
-from .benders_master import master_init_cuts
+from .benders.master import master_init_cuts
 from .data import MDPInstance, Partition
-from .mechanism import repair
+from .privacy_audit import repair
 
 __all__ = [
     "build_full_lp",
@@ -229,7 +229,7 @@ def cut_from_duals(sub_model, duals) -> tuple[float, dict]:
 
 def perturbation_matrix(model, instance: MDPInstance, *, raw: bool = False) -> np.ndarray:
     """The solved ``z`` of a full-LP model as an N x K array, repaired to an exactly eps-mDP
-    mechanism (:func:`~dpmodels.metricdp.mechanism.repair`; a no-op for the already repaired
+    mechanism (:func:`~dpmodels.metricdp.privacy_audit.repair`; a no-op for the already repaired
     matrices of ``mdp_benders`` and ``mdp_ipm``).
 
     ``raw=True`` returns the solver's values as loaded, which are **not private**: LP solvers

@@ -4,8 +4,8 @@ Metric DP is a *local* mechanism.  From public inputs only (the candidate locati
 metric ``d``, the prior, ``eps`` per km, the neighbour radius ``eta``) :func:`optimal_mechanism`
 solves the perturbation LP (:func:`~dpmodels.metricdp.models.build_full_lp`) with ``mdp_ipm`` to
 a certified gap (or with ``highs``, whose bound is not certified), repairs the incumbent to an
-exactly eps-mDP matrix (:func:`~dpmodels.metricdp.mechanism.repair`) and proves every ratio
-(:func:`~dpmodels.metricdp.mechanism.require_exact_mdp`).  :func:`release` then replaces each
+exactly eps-mDP matrix (:func:`~dpmodels.metricdp.privacy_audit.repair`) and proves every ratio
+(:func:`~dpmodels.metricdp.privacy_audit.require_exact_mdp`).  :func:`release` then replaces each
 record by an output drawn exactly from its row (:func:`~dpmodels.metricdp.mechanism.sample_outputs`,
 the core's exact proportional sampler) with the generator it is given: the secure one
 (:func:`dpmodels.core.randomness.release_rng`) on real data.  The records are read by the draw
@@ -33,7 +33,6 @@ never reported.  A seeded generator is refused unless the caller declares ``not_
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,60 +44,24 @@ from dpmodels.core.facts import ReleaseFacts
 from dpmodels.core.randomness import is_secure
 
 from .data import MDPInstance
-from .mechanism import audit, expected_loss, repair, require_exact_mdp, sample_outputs
+from .mechanism import SOLVERS, Mechanism, given_mechanism, optimal_mechanism, perturb
 from .outside import domain_centre, fallback_location, label_of, outside_rule
+from .privacy_audit import audit, require_exact_mdp
 
 __all__ = [
-    "SOLVERS",
     "GUARANTEE",
-    "Mechanism",
     "MDPRelease",
-    "optimal_mechanism",
     "domain_centre",
     "fallback_location",
     "release",
     "release_facts",
 ]
 
-#: The solvers of the perturbation LP a release may use: ``mdp_ipm`` certifies its gap.
-SOLVERS = ("mdp_ipm", "highs")
 GUARANTEE = (
     "per record (local metric DP), not a session budget: Pr[o | x] <= exp(eps D(x, x')) Pr[o | x'] for every "
     "output o and locations x, x', with D the shortest path through neighbouring locations (d <= eta): "
     "D = d between neighbours, D >= d otherwise"
 )
-NOISE = "one draw per record from its row of the audited perturbation matrix (exact proportional sampler)"
-
-
-@dataclass(frozen=True, eq=False)
-class Mechanism:
-    """An exactly eps-mDP perturbation matrix and how it was obtained (public: no record is read).
-
-    ``loss`` is the expected loss of ``z`` under the public prior; ``bound`` a certified lower
-    bound on the optimal loss (``mdp_ipm``; ``None`` when not certified) and ``gap`` the relative
-    gap between them; ``repair_weight`` the weight of the uniform mechanism the repair mixed in.
-    """
-
-    z: np.ndarray
-    solver: str
-    status: str
-    loss: float
-    bound: float | None
-    gap: float | None
-    repair_weight: float
-    seconds: float
-
-    def as_dict(self) -> dict:
-        return {
-            "solver": self.solver,
-            "status": self.status,
-            "expected loss": self.loss,
-            "certified lower bound": self.bound,
-            "relative gap": self.gap,
-            "gap certified": self.bound is not None,
-            "uniform weight in repair": self.repair_weight,
-            "seconds": self.seconds,
-        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,45 +117,6 @@ class MDPRelease:
         path = Path(path)
         path.write_text(json.dumps(self.to_dict(), indent=2, default=str) + "\n")
         return path
-
-
-# ---------------------------------------------------------------------- the mechanism (public inputs only)
-def optimal_mechanism(
-    instance: MDPInstance, solver: str = "mdp_ipm", gap: float = 1e-3, time_limit: float | None = None
-) -> Mechanism:
-    """The loss-optimal perturbation matrix of ``instance`` (public), exactly eps-mDP.
-
-    ``build_full_lp`` solved with ``mdp_ipm`` to the certified relative ``gap`` (its incumbent is
-    already repaired; its bound is a weak-duality certificate), or with ``highs`` (its matrix meets
-    the mDP rows only to a tolerance, so it is repaired here; its bound is not certified).  A run
-    stopped by ``time_limit`` still returns an exactly private incumbent; the status says so.
-    """
-    from dpmodels.core.facade import solve
-
-    from .models import build_full_lp, perturbation_matrix
-
-    if solver not in SOLVERS:
-        raise DataValidationError("solver", f"must be one of {list(SOLVERS)}, got {solver!r}")
-    tick = time.perf_counter()
-    model = build_full_lp(instance)
-    options = {"gap": gap} if solver == "mdp_ipm" else {}
-    result = solve(model, solver, time_limit=time_limit, **options)
-    status = str(getattr(result.extra_info, "status", None) or result.termination_condition.name)
-    if result.solution_loader.get_number_of_solutions() == 0:
-        raise DataValidationError("solver", f"{solver} returned no mechanism ({status})")
-    z, weight = repair(instance, perturbation_matrix(model, instance, raw=True))
-    z = require_exact_mdp(instance, z, "mechanism")
-    loss = expected_loss(instance, z)
-    bound = None
-    if solver == "mdp_ipm" and result.objective_bound is not None and np.isfinite(result.objective_bound):
-        bound = float(min(result.objective_bound, loss))
-    gap_reached = None if bound is None else (loss - bound) / max(abs(loss), 1e-12)
-    return Mechanism(z, solver, status, loss, bound, gap_reached, float(weight), time.perf_counter() - tick)
-
-
-def _given_mechanism(instance: MDPInstance, z) -> Mechanism:
-    z = require_exact_mdp(instance, z, "mechanism")
-    return Mechanism(z, "given", "given", expected_loss(instance, z), None, None, 0.0, 0.0)
 
 
 # ---------------------------------------------------------------------- the release
@@ -251,18 +175,10 @@ def release(
     elif isinstance(mechanism, Mechanism):
         mech = mechanism
     else:
-        mech = _given_mechanism(instance, mechanism)
+        mech = given_mechanism(instance, mechanism)
     z = require_exact_mdp(instance, mech.z, "mechanism")
     report = {key: _plain(value) for key, value in audit(instance, z).items()}
-    ledger = PrivacyLedger(private=True)
-    ledger.note_randomness(rng)
-    ledger.charge(
-        f"mDP perturbation of {len(records)} records (epsilon per km)",
-        instance.epsilon,
-        group="every record, once (local: each record its own guarantee)",
-        noise=NOISE,
-    )
-    outputs = sample_outputs(instance, z, records, rng)
+    outputs, ledger = perturb(instance, z, records, rng)
     locations = np.asarray(instance.info.get("outputs", np.arange(instance.K)))
     private = is_secure(rng) and not not_private  # a declared experiment is not private, whatever its generator
     return MDPRelease(outputs, locations[outputs], mech, report, ledger, instance, name, private, fallback)

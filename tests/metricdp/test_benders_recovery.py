@@ -12,14 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
 
-import dpmodels.metricdp.benders as B
-import dpmodels.metricdp.benders_recovery as BR
 from dpmodels import instances
 from dpmodels.core.errors import DataValidationError
+from dpmodels.metricdp.benders import driver as B
+from dpmodels.metricdp.benders import recovery as BR
 from dpmodels.metricdp.data import MDPInstance, Partition, euclidean_distances
-from dpmodels.metricdp.mechanism import audit, is_exactly_mdp, mdp_ratio_failures, row_sum_error
 from dpmodels.metricdp.models import build_full_lp
 from dpmodels.metricdp.partition import partition
+from dpmodels.metricdp.privacy_audit import audit, is_exactly_mdp, mdp_ratio_failures, row_sum_error
 
 
 def highs_optimum(instance: MDPInstance) -> float:

@@ -12,8 +12,8 @@ from dpmodels.core.errors import DataValidationError, ModelStructureError, Solve
 from dpmodels.metricdp.data import MDPInstance, euclidean_distances
 from dpmodels.metricdp.ipm import dual_bound, essential_pairs, structured_ipm
 from dpmodels.metricdp.lp import full_lp
-from dpmodels.metricdp.mechanism import max_mdp_violation, repair, row_sum_error
 from dpmodels.metricdp.models import build_full_lp, perturbation_matrix
+from dpmodels.metricdp.privacy_audit import max_mdp_violation, repair, row_sum_error
 
 
 def highs_optimum(inst):
@@ -226,7 +226,7 @@ def test_bad_gap_and_oversized_instances_are_refused():
     inst = random_instance(0, 4, 2, 1.0, 2.0)
     with pytest.raises(DataValidationError, match="gap"):
         structured_ipm(inst, gap=1.5)
-    import dpmodels.metricdp.ipm_linalg as linalg
+    from dpmodels.metricdp.ipm import linalg
 
     old = linalg.MAX_BLOCK_BYTES
     try:
@@ -260,7 +260,7 @@ def test_single_record_and_isolated_records():
 
 
 def test_blocks_no_ridge_can_fix_end_in_a_clear_breakdown():
-    from dpmodels.metricdp.ipm_linalg import NumericalBreakdown, _schur_factor, invert_blocks
+    from dpmodels.metricdp.ipm.linalg import NumericalBreakdown, _schur_factor, invert_blocks
 
     spd = np.array([[[2.0, 1.0], [1.0, 2.0]]])
     np.testing.assert_allclose(invert_blocks(spd.copy())[0], np.linalg.inv(spd[0]), rtol=1e-14)

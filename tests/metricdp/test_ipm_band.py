@@ -9,11 +9,11 @@ from pyomo.contrib.solver.common.factory import SolverFactory
 
 from dpmodels import instances
 from dpmodels.metricdp.ipm import structured_ipm
-from dpmodels.metricdp.ipm_band import band_cholesky, band_inverse_sum, band_solve
-from dpmodels.metricdp.ipm_linalg import NumericalBreakdown, Rows, band_order, newton_system
+from dpmodels.metricdp.ipm.band import band_cholesky, band_inverse_sum, band_solve
+from dpmodels.metricdp.ipm.linalg import NumericalBreakdown, Rows, band_order, newton_system
 from dpmodels.metricdp.lp import full_lp
-from dpmodels.metricdp.mechanism import is_exactly_mdp, max_mdp_violation, row_sum_error
 from dpmodels.metricdp.models import build_full_lp, perturbation_matrix
+from dpmodels.metricdp.privacy_audit import is_exactly_mdp, max_mdp_violation, row_sum_error
 
 
 def random_banded(seed: int, K: int, n: int, b: int):

@@ -11,9 +11,9 @@ from scipy.sparse.csgraph import shortest_path
 
 from dpmodels import instances
 from dpmodels.metricdp.ipm import structured_ipm
-from dpmodels.metricdp.ipm_recovery import purify
+from dpmodels.metricdp.ipm.recovery import purify
 from dpmodels.metricdp.lp import full_lp
-from dpmodels.metricdp.mechanism import expected_loss, is_exactly_mdp, mdp_closure, row_sum_error
+from dpmodels.metricdp.privacy_audit import expected_loss, is_exactly_mdp, mdp_closure, row_sum_error
 
 
 def closure_by_shortest_paths(inst, z):

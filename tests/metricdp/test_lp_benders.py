@@ -11,22 +11,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
 
-import dpmodels.metricdp.benders as B
-import dpmodels.metricdp.benders_master as BM
-import dpmodels.metricdp.benders_subproblems as BS
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
+from dpmodels.metricdp.benders import driver as B
+from dpmodels.metricdp.benders import master as BM
+from dpmodels.metricdp.benders import subproblems as BS
 from dpmodels.metricdp.data import MDPInstance, Partition, euclidean_distances
 from dpmodels.metricdp.lp import full_lp
-from dpmodels.metricdp.mechanism import (
+from dpmodels.metricdp.mechanism import exponential_mechanism
+from dpmodels.metricdp.models import build_full_lp, perturbation_matrix
+from dpmodels.metricdp.privacy_audit import (
     expected_loss,
-    exponential_mechanism,
     max_additive_mdp_gap,
     max_mdp_violation,
     max_path_violation,
     repair,
     row_sum_error,
 )
-from dpmodels.metricdp.models import build_full_lp, perturbation_matrix
 
 
 def line(eps, n=6):

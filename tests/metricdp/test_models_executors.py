@@ -8,9 +8,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
 
-import dpmodels.metricdp.benders as B
-import dpmodels.metricdp.benders_master as BM
-import dpmodels.metricdp.benders_subproblems as BS
+from dpmodels.metricdp.benders import driver as B
+from dpmodels.metricdp.benders import master as BM
+from dpmodels.metricdp.benders import subproblems as BS
 from dpmodels.metricdp.data import MDPInstance, Partition, euclidean_distances
 from dpmodels.metricdp.lp import full_lp
 from dpmodels.metricdp.models import (
@@ -201,12 +201,12 @@ def test_a_master_solve_predicted_to_outlast_the_deadline_is_not_started():
     inst = grid(1.0, 1.5, rows=4, cols=6, K=8, seed=2)
     part = Partition.from_labels(np.array([c // 3 for r in range(4) for c in range(6)]), inst.graph)
     run = B._setup(inst, part, 1e-6, "relative", "lazy", 1e12, 200_000, 1e-9, 0.5, "segment")
-    res, _ = BM._solve_master(run.master, run.lazy, 1, time.time() + 60)
+    res, _ = BM.solve_master(run.master, run.lazy, 1, time.time() + 60)
     assert res.objective is not None and run.master.last_solve_s == pytest.approx(res.seconds)
     ran = run.master.model.h.getRunTime()
     run.master.last_solve_s = 5.0
     with pytest.raises(BS.TimeUp):
-        BM._solve_master(run.master, run.lazy, 2, time.time() + 2.0)
+        BM.solve_master(run.master, run.lazy, 2, time.time() + 2.0)
     assert run.master.model.h.getRunTime() == ran  # HiGHS was not run again
 
 
@@ -303,8 +303,8 @@ def test_lower_bound_stays_below_a_certified_mechanism_under_huge_coefficients()
     the structured IPM's certified mechanism is the independent oracle."""
     from dpmodels import instances
     from dpmodels.metricdp.ipm import structured_ipm
-    from dpmodels.metricdp.mechanism import max_mdp_violation
     from dpmodels.metricdp.partition import partition
+    from dpmodels.metricdp.privacy_audit import max_mdp_violation
 
     inst = instances.generate("mdp/grid", seed=0, rows=8, cols=10, cell_km=1.0, K=40, epsilon=10.0)
     cert = structured_ipm(inst, gap=1e-8, max_iter=200)

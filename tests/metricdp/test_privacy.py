@@ -21,6 +21,7 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE, describe
 from dpmodels.core.selection import sample_proportional
 from dpmodels.metricdp import mechanism as mech
+from dpmodels.metricdp import privacy_audit as pa
 from dpmodels.metricdp.data import MDPInstance, euclidean_distances
 from dpmodels.metricdp.models import build_full_lp, perturbation_matrix
 
@@ -54,11 +55,11 @@ def test_highs_matrix_is_returned_exactly_private(highs_solved):
     inst, model = highs_solved
     z = perturbation_matrix(model, inst)
     assert ratio_and_support_ok(inst, z), "the returned mechanism has neighbour ratios above exp(eps d)"
-    assert mech.audit(inst, z)["exactly mDP"] is True
-    assert mech.max_mdp_violation(inst, z) == 0.0
-    assert mech.max_privacy_loss(inst, z) <= inst.epsilon
+    assert pa.audit(inst, z)["exactly mDP"] is True
+    assert pa.max_mdp_violation(inst, z) == 0.0
+    assert pa.max_privacy_loss(inst, z) <= inst.epsilon
     zn = z / z.sum(axis=1, keepdims=True)  # as the sampler sees it
-    assert ratio_and_support_ok(inst, zn) and mech.is_exactly_mdp(inst, zn)
+    assert ratio_and_support_ok(inst, zn) and pa.is_exactly_mdp(inst, zn)
 
 
 def test_highs_raw_matrix_fails_the_ratio_audit_but_passes_the_additive_one(highs_solved):
@@ -67,12 +68,12 @@ def test_highs_raw_matrix_fails_the_ratio_audit_but_passes_the_additive_one(high
     g = inst.graph
     infinite = (raw[g.src] > 0) & (raw[g.dst] == 0)
     assert infinite.sum() >= 100 and 1e-9 < raw[g.src][infinite].max() < 1e-7
-    assert mech.max_additive_mdp_gap(inst, raw) < 1e-14  # what the old audit reported: "fine"
-    report = mech.audit(inst, raw)
+    assert pa.max_additive_mdp_gap(inst, raw) < 1e-14  # what the old audit reported: "fine"
+    report = pa.audit(inst, raw)
     assert report["exactly mDP"] is False and report["mDP ratio failures"] >= infinite.sum()
     assert report["max privacy loss / eps"] == np.inf and report["max mDP violation (relative)"] == np.inf
     z = perturbation_matrix(model, inst)
-    assert mech.expected_loss(inst, z) == pytest.approx(mech.expected_loss(inst, raw), rel=1e-9)  # repair is cheap
+    assert pa.expected_loss(inst, z) == pytest.approx(pa.expected_loss(inst, raw), rel=1e-9)  # repair is cheap
     with pytest.raises(DataValidationError, match="z: is not exactly eps-mDP"):
         mech.sample_outputs(inst, raw, [0], rng=np.random.default_rng(0))
     assert mech.sample_outputs(inst, z, [0, 5], rng=np.random.default_rng(0)).shape == (2,)
@@ -87,7 +88,7 @@ def test_every_backend_yields_an_exactly_private_matrix(solver, options):
     model = build_full_lp(inst)
     dpmodels.solve(model, solver, **options)
     z = perturbation_matrix(model, inst)
-    assert mech.is_exactly_mdp(inst, z) and ratio_and_support_ok(inst, z)
+    assert pa.is_exactly_mdp(inst, z) and ratio_and_support_ok(inst, z)
 
 
 def test_exponential_mechanism_is_repaired_where_exp_underflows():
@@ -97,9 +98,9 @@ def test_exponential_mechanism_is_repaired_where_exp_underflows():
     logits = -inst.epsilon * inst.d_ro / 2
     softmax = np.exp(logits - logits.max(axis=1, keepdims=True))
     softmax /= softmax.sum(axis=1, keepdims=True)
-    assert not mech.is_exactly_mdp(inst, softmax)  # exp(-960) = 0 beside a positive neighbour
+    assert not pa.is_exactly_mdp(inst, softmax)  # exp(-960) = 0 beside a positive neighbour
     em = mech.exponential_mechanism(inst)
-    assert mech.is_exactly_mdp(inst, em) and ratio_and_support_ok(inst, em)
+    assert pa.is_exactly_mdp(inst, em) and ratio_and_support_ok(inst, em)
 
 
 def test_plugins_refuse_an_incumbent_that_is_not_private():
@@ -134,14 +135,14 @@ def two_points(eps=1.0, d=1.0):
 def test_audit_is_a_ratio_check_without_tolerance():
     inst = two_points(eps=np.log(3))
     tight = np.array([[0.75, 0.25], [0.25, 0.75]])  # ratio 3 = exp(eps) in exact arithmetic
-    assert mech.max_privacy_loss(inst, tight) == pytest.approx(np.log(3))
-    assert not mech.is_exactly_mdp(inst, tight)  # exactly on the bound: not provable in floats
-    assert 0 < mech.max_mdp_violation(inst, tight) < 1e-12
+    assert pa.max_privacy_loss(inst, tight) == pytest.approx(np.log(3))
+    assert not pa.is_exactly_mdp(inst, tight)  # exactly on the bound: not provable in floats
+    assert 0 < pa.max_mdp_violation(inst, tight) < 1e-12
     tiny = np.array([[1 - 1e-300, 1e-300], [1.0, 0.0]])  # 1e-300 beside 0: infinite loss
-    assert mech.max_additive_mdp_gap(inst, tiny) < 1e-299
-    assert mech.max_privacy_loss(inst, tiny) == np.inf and mech.max_mdp_violation(inst, tiny) == np.inf
-    assert mech.is_exactly_mdp(inst, np.array([[0.7, 0.3], [0.3, 0.7]]))
-    assert mech.max_mdp_violation(inst, np.array([[0.7, 0.3], [0.3, 0.7]])) == 0.0
+    assert pa.max_additive_mdp_gap(inst, tiny) < 1e-299
+    assert pa.max_privacy_loss(inst, tiny) == np.inf and pa.max_mdp_violation(inst, tiny) == np.inf
+    assert pa.is_exactly_mdp(inst, np.array([[0.7, 0.3], [0.3, 0.7]]))
+    assert pa.max_mdp_violation(inst, np.array([[0.7, 0.3], [0.3, 0.7]])) == 0.0
 
 
 def test_audit_accounts_for_row_normalisation():
@@ -149,9 +150,9 @@ def test_audit_accounts_for_row_normalisation():
     inst = two_points(eps=np.log(2))
     z = np.array([[0.5, 0.5], [0.26, 0.9]])
     assert ratio_and_support_ok(inst, z)
-    assert not mech.is_exactly_mdp(inst, z)
-    assert mech.max_privacy_loss(inst, z) == pytest.approx(np.log(0.5 / (0.26 / 1.16)))
-    assert mech.is_exactly_mdp(inst, mech.repair(inst, z)[0])
+    assert not pa.is_exactly_mdp(inst, z)
+    assert pa.max_privacy_loss(inst, z) == pytest.approx(np.log(0.5 / (0.26 / 1.16)))
+    assert pa.is_exactly_mdp(inst, pa.repair(inst, z)[0])
 
 
 # ---------------------------------------------------------------------- repair (property)
@@ -173,13 +174,13 @@ def test_repair_of_any_nonnegative_matrix_passes_the_exact_audit(seed, n, k, eps
     z = rng.random((n, k)) * 2.0 ** -rng.integers(0, 1075, size=(n, k)).astype(float)  # down to subnormals
     z[rng.random((n, k)) < 0.3] = 0.0
     z[rng.random(n) < 0.1] = 0.0  # empty rows
-    fixed, t = mech.repair(inst, z)
+    fixed, t = pa.repair(inst, z)
     assert 0.0 <= t <= 1.0
-    assert mech.is_exactly_mdp(inst, fixed) and mech.max_mdp_violation(inst, fixed) == 0.0
-    assert mech.row_sum_error(fixed) <= 1e-12
+    assert pa.is_exactly_mdp(inst, fixed) and pa.max_mdp_violation(inst, fixed) == 0.0
+    assert pa.row_sum_error(fixed) <= 1e-12
     normalised = fixed / fixed.sum(axis=1, keepdims=True)  # the ratio survives float normalisation
-    assert mech.is_exactly_mdp(inst, normalised) and ratio_and_support_ok(inst, normalised)
-    again, t2 = mech.repair(inst, fixed)
+    assert pa.is_exactly_mdp(inst, normalised) and ratio_and_support_ok(inst, normalised)
+    again, t2 = pa.repair(inst, fixed)
     assert t2 == 0.0 and np.array_equal(again, fixed)
 
 

@@ -23,15 +23,9 @@ from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.facts import ReleaseFacts
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE, release_rng
 from dpmodels.metricdp.data import MDPInstance, euclidean_distances
-from dpmodels.metricdp.mechanism import is_exactly_mdp, sample_outputs
-from dpmodels.metricdp.release import (
-    GUARANTEE,
-    domain_centre,
-    fallback_location,
-    optimal_mechanism,
-    release,
-    release_facts,
-)
+from dpmodels.metricdp.mechanism import optimal_mechanism, sample_outputs
+from dpmodels.metricdp.privacy_audit import is_exactly_mdp
+from dpmodels.metricdp.release import GUARANTEE, domain_centre, fallback_location, release, release_facts
 
 #: A 3 x 3 grid of 1 km cells, every cell an output: N = K = 9.
 GRID = ["--set", "rows=3", "--set", "cols=3", "--set", "K=9"]

@@ -19,9 +19,11 @@ from numba.core.registry import CPUDispatcher
 
 import dpmodels
 from dpmodels import instances
-from dpmodels.metricdp import ipm_band, ipm_step, mechanism
+from dpmodels.metricdp import privacy_audit
 from dpmodels.metricdp.benders import benders
 from dpmodels.metricdp.data import Partition
+from dpmodels.metricdp.ipm import band as ipm_band
+from dpmodels.metricdp.ipm import step as ipm_step
 from dpmodels.metricdp.ipm import structured_ipm, warm_up
 from dpmodels.metricdp.lp import assignment_bound, full_lp
 from dpmodels.metricdp.models import build_full_lp
@@ -42,7 +44,7 @@ def compiled_signatures() -> dict[str, int]:
     """How many type signatures numba has compiled (or loaded) for each metric-DP kernel."""
     return {
         f"{mod.__name__}.{name}": len(fn.signatures)
-        for mod in (ipm_band, ipm_step, mechanism)
+        for mod in (ipm_band, ipm_step, privacy_audit)
         for name, fn in vars(mod).items()
         if isinstance(fn, CPUDispatcher)
     }

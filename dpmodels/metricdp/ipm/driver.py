@@ -14,15 +14,15 @@ The blocks are sparse (the mDP graph's pattern: about 12 neighbours per record o
 grid); in a reverse Cuthill-McKee order they factor in a band of half-width b (about twice a
 grid's short side), and the dense Schur complement comes from the Takahashi recurrence on the
 band factors: ``K N^2 b`` flops per iteration instead of the dense ``K N^3``, and ``K N b``
-memory instead of ``K N^2`` (:mod:`~dpmodels.metricdp.ipm_linalg`, ``system="band"``; the
+memory instead of ``K N^2`` (:mod:`~dpmodels.metricdp.ipm.linalg`, ``system="band"``; the
 dense LAPACK path, ``system="dense"``, stays for small or badly banded graphs).  Mehrotra
-predictor-corrector with Gondzio correctors (:mod:`~dpmodels.metricdp.ipm_step`), started
+predictor-corrector with Gondzio correctors (:mod:`~dpmodels.metricdp.ipm.step`), started
 strictly primal feasible at the uniform mechanism.
 
 Every iteration is *certified*: the upper bound is the loss of an exactly eps-mDP mechanism
 (the iterate made stochastic and mixed with the uniform mechanism just enough to satisfy
-every mDP row of the original graph, :func:`~dpmodels.metricdp.mechanism.repair`; near the
-end also the iterate purified to a near-vertex, :mod:`~dpmodels.metricdp.ipm_recovery`), and the
+every mDP row of the original graph, :func:`~dpmodels.metricdp.privacy_audit.repair`; near the
+end also the iterate purified to a near-vertex, :mod:`~dpmodels.metricdp.ipm.recovery`), and the
 lower bound is the weak-duality bound ``sum_i min_k (C_hat + G'u)[i, k]`` of the clipped
 multipliers ``u >= 0``, valid for any u (:func:`dual_bound`).  The run stops when the
 certified relative gap is below ``gap``.
@@ -52,12 +52,12 @@ import scipy.sparse as sp
 
 from dpmodels.core.errors import DataValidationError
 
-from .data import MDPGraph, MDPInstance
-from .ipm_linalg import NumericalBreakdown, Rows, newton_system
-from .ipm_recovery import PURIFY_BELOW, purify
-from .ipm_step import mehrotra_step, start
-from .lp import assignment_bound
-from .mechanism import repair
+from ..data import MDPGraph, MDPInstance
+from ..lp import assignment_bound
+from ..privacy_audit import repair
+from .linalg import NumericalBreakdown, Rows, newton_system
+from .recovery import PURIFY_BELOW, purify
+from .step import mehrotra_step, start
 
 __all__ = ["IPMResult", "NumericalBreakdown", "essential_pairs", "dual_bound", "structured_ipm", "warm_up"]
 
@@ -142,7 +142,7 @@ def structured_ipm(
     certified lower bound, status ``"gap reached"``, ``"max_iter"``, ``"time limit"`` or ``"stalled"`` (two
     steps in a row shorter than 1e-3: the Newton directions have lost accuracy), and a
     history of both bounds per iteration.  ``system`` picks the Newton system: ``"band"``,
-    ``"dense"`` or ``"auto"`` (:func:`~dpmodels.metricdp.ipm_linalg.newton_system`).
+    ``"dense"`` or ``"auto"`` (:func:`~dpmodels.metricdp.ipm.linalg.newton_system`).
     ``time_limit`` is checked between iterations and counts from after :func:`warm_up`.
     """
     if not 0 <= gap < 1:
@@ -221,7 +221,7 @@ def _frame(history: list[dict]) -> pd.DataFrame:
 def _certify(instance: MDPInstance, c: np.ndarray, rows: Rows, state, best: dict) -> dict:
     """Both certificates of an iterate, kept in ``best`` when they improve it: the loss of the
     repaired (exactly eps-mDP) mechanism -- the iterate's, and near the end its purified point's
-    (:func:`~dpmodels.metricdp.ipm_recovery.purify`) -- and the weak-duality bound of the clipped
+    (:func:`~dpmodels.metricdp.ipm.recovery.purify`) -- and the weak-duality bound of the clipped
     multipliers."""
     x, _, u, _, zx = state
     u_plus = np.maximum(u, 0.0)

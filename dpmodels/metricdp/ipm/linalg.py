@@ -1,4 +1,4 @@
-"""The Newton systems of :mod:`dpmodels.metricdp.ipm`: per output k a block
+"""The Newton systems of :mod:`dpmodels.metricdp.ipm.driver`: per output k a block
 ``H_k = G' D_k G + diag(zx_k / x_k)`` and the row sums' Schur complement ``sum_k H_k^-1``.
 
 Two interchangeable systems (same methods, same answers up to rounding):
@@ -7,7 +7,7 @@ Two interchangeable systems (same methods, same answers up to rounding):
   ``K N^3`` flops and ``K N^2`` memory per iteration (25.5 s and 0.8 GB at N = 1,000);
 * :class:`BandSystem`: the blocks in a band after a reverse Cuthill-McKee ordering of the mDP
   graph (half-width ``b``, about twice the short side of a grid), factored and summed by the
-  compiled kernels of :mod:`~dpmodels.metricdp.ipm_band`: ``K N^2 b`` flops and ``K N b``
+  compiled kernels of :mod:`~dpmodels.metricdp.ipm.band`: ``K N^2 b`` flops and ``K N b``
   memory.  The Schur complement stays dense (it is: every ``H_k^-1`` is).
 
 :func:`newton_system` picks one: the band when ``4 (b + 1) <= N``, else dense (on 1 km grids
@@ -26,9 +26,9 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from dpmodels.core.errors import DataValidationError
 
-from .ipm_band import band_cholesky, band_inverse_sum, band_solve
+from .band import band_cholesky, band_inverse_sum, band_solve
 
-__all__ = ["Rows", "NumericalBreakdown", "DenseSystem", "BandSystem", "newton_system", "MAX_BLOCK_BYTES"]
+__all__ = ["Rows", "NumericalBreakdown", "DenseSystem", "BandSystem", "band_order", "newton_system", "MAX_BLOCK_BYTES"]
 
 #: Memory the Newton blocks may take (dense: K N^2 doubles, band: K N (b + 1)); above it the method refuses.
 MAX_BLOCK_BYTES = 6e9
@@ -169,7 +169,7 @@ def band_order(rows: Rows) -> tuple[np.ndarray, int]:
 
 class BandSystem:
     """Banded blocks in reverse Cuthill-McKee order: compiled band Cholesky, band solves, and the
-    dense Schur complement from the Takahashi recurrence (:mod:`~dpmodels.metricdp.ipm_band`).
+    dense Schur complement from the Takahashi recurrence (:mod:`~dpmodels.metricdp.ipm.band`).
     Vectors go in and out in the records' own order."""
 
     name = "band"

@@ -4,9 +4,9 @@ and one ``w_l`` per block with internal records, on a persistent HiGHS model (sp
 The master starts from the mDP rows among boundary records, their unit-measure rows and the
 Property-3.2 rows ``z_i <= exp(eps D_ij) z_j`` (:func:`master_init_cuts`), added up front or
 kept aside as :class:`LazyRows` and added when violated.  The subproblems' cuts
-(:mod:`.benders_subproblems`) arrive through :meth:`Master.add_cut`, one sparse row each, and the
-master is re-solved warm (dual simplex) within Benders' deadline (:func:`_solve_master`); its
-lower bound is certified from its duals whatever their accuracy (:func:`_master_bound`).
+(:mod:`.subproblems`) arrive through :meth:`Master.add_cut`, one sparse row each, and the
+master is re-solved warm (dual simplex) within Benders' deadline (:func:`solve_master`); its
+lower bound is certified from its duals whatever their accuracy (:func:`master_bound`).
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ import scipy.sparse as sp
 
 from dpmodels.core.errors import DataValidationError
 
-from .benders_subproblems import Subproblem, TimeUp
-from .data import MDPInstance, Partition
-from .lp import INF, Highs, _width, mdp_rows, record_simplices, safe_lower_bound, unit_rows
+from ..data import MDPInstance, Partition
+from ..lp import INF, Highs, mdp_rows, record_simplices, safe_lower_bound, unit_rows, with_width
+from .subproblems import Subproblem, TimeUp
 
-__all__ = ["master_init_cuts", "Master", "LazyRows", "build_master", "MASTER_TOLERANCE"]
+__all__ = ["master_init_cuts", "Master", "LazyRows", "build_master", "master_bound", "solve_master", "MASTER_TOLERANCE"]
 
 #: HiGHS's primal and dual feasibility tolerances on the master.  Its lower bound is certified
-#: from its duals (:func:`_master_bound`), which pays for every dual infeasibility; at HiGHS's
+#: from its duals (:func:`master_bound`), which pays for every dual infeasibility; at HiGHS's
 #: default 1e-7 (in scaled space, under e^(eps d) up to 5e8) the certified bound stalled 0.7%
 #: below the optimum on the 20 x 25 grid of 1 km cells at eps = 10/km, at 1e-10 it reached it.
 MASTER_TOLERANCE = 1e-10
@@ -43,7 +43,7 @@ def master_init_cuts(
     """Property 3.2 rows ``z_i <= exp(eps D_ij) z_j`` for non-neighbouring boundary pairs (spec 6.2).
 
     ``mode``: ``"none"``, ``"two-hop"`` (pairs joined by a path of two mDP edges) or ``"all"``
-    (:func:`.benders.benders` also takes ``"lazy"``: all of them, added to the master when violated);
+    (:func:`.driver.benders` also takes ``"lazy"``: all of them, added to the master when violated);
     pairs whose coefficient exceeds ``max_coeff`` are vacuous and skipped; if more than
     ``max_rows`` rows remain, the tightest pairs (smallest D) are kept.
     """
@@ -79,7 +79,7 @@ class Master:
     model: Highs
     n_z: int
     w_index: dict[int, int]  # block -> column of w_l
-    last_solve_s: float = 0.0  # the latest solve's seconds (see :func:`_solve_master`)
+    last_solve_s: float = 0.0  # the latest solve's seconds (see :func:`solve_master`)
 
     def add_cut(self, block: int | None, link_cols: np.ndarray, const: float, coeff: np.ndarray) -> None:
         """Optimality cut ``w_l - coeff z >= const`` (``block``) or feasibility cut ``coeff z <= -const`` (None)."""
@@ -153,7 +153,7 @@ def build_master(
         unit_rows(len(y_order), K),
         mdp_rows(ii, jj, cc, np.arange(len(y_order)), K),
     ]
-    a = sp.vstack([_width(r, width) for r in rows], format="csr")
+    a = sp.vstack([with_width(r, width) for r in rows], format="csr")
     n_mdp = rows[0].shape[0] + rows[2].shape[0]
     lower = np.concatenate([np.full(rows[0].shape[0], -INF), np.ones(len(y_order)), np.full(rows[2].shape[0], -INF)])
     upper = np.concatenate([np.zeros(rows[0].shape[0]), np.ones(len(y_order)), np.zeros(rows[2].shape[0])])
@@ -163,24 +163,51 @@ def build_master(
     return Master(model, n_z, w_index), n_mdp
 
 
-def _master_bound(master: Master, w_caps: np.ndarray) -> float:
+def master_bound(master: Master, w_caps: np.ndarray) -> float:
     """A lower bound from the master's duals that holds whatever their accuracy
     (:func:`~dpmodels.metricdp.lp.safe_lower_bound`): each boundary record's ``z`` kept on its
     simplex (its row sum), and ``0 <= w_l <=`` the block's largest possible cost (``sum_i max_k
     p_i c_ik``; valid cuts never push ``w_l`` above it).  HiGHS's reported objective is *not* a
-    bound when its duals are inexact (measured at eps = 10/km, 1 km cells)."""
+    bound when its duals are inexact (measured at eps = 10/km, 1 km cells).
+
+    Parameters
+    ----------
+    master : Master
+        The master, solved (its HiGHS model holds the duals).
+    w_caps : numpy.ndarray
+        Per block with internal records, the largest cost its ``w_l`` can stand for.
+    """
     lower = np.zeros(master.n_z + len(w_caps))
     upper = np.concatenate([np.ones(master.n_z), w_caps])
     return safe_lower_bound(master.model, lower, upper, simplices=master.model.simplices)
 
 
-def _solve_master(master: Master, lazy: LazyRows | None, it: int, deadline: float | None, tol: float = 1e-9):
+def solve_master(master: Master, lazy: LazyRows | None, it: int, deadline: float | None, tol: float = 1e-9):
     """Solve the master; with lazy Property-3.2 rows, add the violated ones and re-solve until none is.
 
     A solve is not started when less time is left than the latest one took: HiGHS checks its time
     limit between simplex iterations only, and on the 10 x 25 grid at eps = 1/km (231 of 250
     records on the boundary) every warm master solve took about 60 s for as few as 6 iterations,
-    so a solve started 19 s before the deadline ended 43 s past it."""
+    so a solve started 19 s before the deadline ended 43 s past it.
+
+    Parameters
+    ----------
+    master : Master
+        The master to solve (warm-started from its previous solve).
+    lazy : LazyRows or None
+        The Property-3.2 rows kept aside, added when violated (None: all are in the master).
+    it : int
+        The Benders iteration (named in the error when the master is not feasible).
+    deadline : float or None
+        ``time.time()`` by which the solve must end (:class:`TimeUp` otherwise).
+    tol : float
+        The violation above which a lazy row is added.
+
+    Returns
+    -------
+    tuple
+        HiGHS's result and the number of lazy rows added.
+    """
     added = 0
     while True:
         if deadline is not None:

@@ -1,4 +1,4 @@
-"""Primal recovery for :mod:`dpmodels.metricdp.ipm`: an interior iterate purified into a near-vertex
+"""Primal recovery for :mod:`dpmodels.metricdp.ipm.driver`: an interior iterate purified into a near-vertex
 mechanism, repaired and audited, whose loss is a certified upper bound (issue 15).
 
 Why: an interior-point iterate is strictly feasible, so every one of its K N entries is positive
@@ -10,9 +10,9 @@ certified 1e-3 waited two more iterations for the upper bound alone.
 What it does (:func:`purify`): keep the entries the iterate has chosen, ``x_ik > zx_ik`` (its
 primal value above its reduced cost: the usual indicator of the optimal support), set the others
 to the *least* values the mDP rows allow, the closure ``z_jk >= z_ik exp(-eps d_ij)`` over the mDP
-graph (:func:`~dpmodels.metricdp.mechanism.mdp_closure`), make
+graph (:func:`~dpmodels.metricdp.privacy_audit.mdp_closure`), make
 the rows stochastic and pass the result through the project's repair
-(:func:`~dpmodels.metricdp.mechanism.repair`: exactly eps-mDP, audited without tolerance).  The
+(:func:`~dpmodels.metricdp.privacy_audit.repair`: exactly eps-mDP, audited without tolerance).  The
 closure stays below the iterate (which is feasible), so the rows lose only mass that the optimum
 does not carry.  Measured on that grid: the purified point was 1.75e-4 above the optimum at
 iteration 7 (the iterate 2.6e-3), and the run reached the certified 1e-3 two iterations earlier.
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .data import MDPInstance
-from .mechanism import expected_loss, mdp_closure, repair
+from ..data import MDPInstance
+from ..privacy_audit import expected_loss, mdp_closure, repair
 
 __all__ = ["purify", "PURIFY_BELOW"]
 

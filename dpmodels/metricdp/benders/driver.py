@@ -1,11 +1,11 @@
 """Benders decomposition of the perturbation LP over a record partition (spec 5-6): the driver loop.
 
-The master (:mod:`.benders_master`) holds the boundary records' perturbation vectors ``z_Y`` and
-one ``w_l`` per block with internal records; each subproblem (:mod:`.benders_subproblems`)
+The master (:mod:`.master`) holds the boundary records' perturbation vectors ``z_Y`` and
+one ``w_l`` per block with internal records; each subproblem (:mod:`.subproblems`)
 derives its internal vectors given ``z_Y`` and returns an optimality cut ``w_l >= phi_l(z_Y)`` or
 a feasibility cut ``phi_l(z_Y) <= 0``.  Each iteration solves the master, separates at an in-out
 stabilised point, adds the cuts to the persistent HiGHS master, one per block per iteration
-(multi-cut), and runs the primal recovery of :mod:`.benders_recovery` near the master's point.
+(multi-cut), and runs the primal recovery of :mod:`.recovery` near the master's point.
 Every upper bound is the loss of an assembled, repaired and audited exactly mDP mechanism (at the
 separation point when every block is feasible there, or at the recovery's point).  The subproblem
 solves of an iteration go through the ``executor``.
@@ -22,12 +22,12 @@ import pandas as pd
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.executors import map_tasks, resolve_executor
 
-from .benders_master import LazyRows, Master, _master_bound, _solve_master, build_master, master_init_cuts
-from .benders_recovery import Candidate, Recovery, certified_candidate
-from .benders_subproblems import BlockOutcome, Subproblem, TimeUp, build_subproblems, solve_block
-from .data import MDPInstance, Partition
-from .lp import INF, assignment_bound
-from .mechanism import exponential_mechanism
+from ..data import MDPInstance, Partition
+from ..lp import INF, assignment_bound
+from ..mechanism import exponential_mechanism
+from .master import LazyRows, Master, build_master, master_bound, master_init_cuts, solve_master
+from .recovery import Candidate, Recovery, certified_candidate
+from .subproblems import BlockOutcome, Subproblem, TimeUp, build_subproblems, solve_block
 
 __all__ = ["BendersResult", "benders"]
 
@@ -136,7 +136,7 @@ def benders(
     the following core reached 1e-3 at iteration 40 (27 s); on the 8 x 10 grid k-m-DV took 40
     iterations instead of 44 and balanced spectral clustering 53 instead of 36 (gap 1e-6).
 
-    ``recovery="segment"`` (:mod:`.benders_recovery`) looks for a better incumbent between the
+    ``recovery="segment"`` (:mod:`.recovery`) looks for a better incumbent between the
     master's point and the uniform boundary rows every iteration (two or three more block rounds)
     and adds the cuts of its trial points that cut the master's point off.  Measured on the
     paper-like grid (20 x 25 cells of 1.5 km, eps = 10/km, 25 k-m-DV blocks): without it the
@@ -206,10 +206,10 @@ def _setup(instance, part, gap, gap_type, init_cuts, max_coeff, max_init_rows, o
 def _iterate(run: _Run, it: int, pool, stabilize: float, deadline, progress: bool) -> str | None:
     """One iteration: master, separation (cuts, upper bound), recovery, history; a status to stop with or None."""
     try:
-        mres, lazy_rows = _solve_master(run.master, run.lazy, it, deadline)
+        mres, lazy_rows = solve_master(run.master, run.lazy, it, deadline)
     except TimeUp:
         return "time limit"
-    run.lb = max(run.lb, _master_bound(run.master, run.w_caps))
+    run.lb = max(run.lb, master_bound(run.master, run.w_caps))
     z_master = np.clip(mres.x[: run.master.n_z], 0.0, 1.0)  # tolerance can leave -1e-9: times e^(eps d) it matters
     w = mres.x[run.master.n_z :]
     zy = z_master if run.kelley else stabilize * z_master + (1 - stabilize) * run.core

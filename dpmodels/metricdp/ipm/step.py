@@ -1,9 +1,9 @@
-"""One Mehrotra predictor-corrector step of :mod:`dpmodels.metricdp.ipm` (with Gondzio correctors).
+"""One Mehrotra predictor-corrector step of :mod:`dpmodels.metricdp.ipm.driver` (with Gondzio correctors).
 
 The state is ``(x, s, u, y, zx)``: the mechanism ``x`` (K x N, output-major), the slacks ``s``
 and multipliers ``u`` of the mDP rows (K x pairs), the row sums' multipliers ``y`` (N) and the
 reduced costs ``zx`` of ``x``.  Every direction is a solve with one factored Newton system
-(:mod:`~dpmodels.metricdp.ipm_linalg`, dense or banded: the same methods), so correctors and
+(:mod:`~dpmodels.metricdp.ipm.linalg`, dense or banded: the same methods), so correctors and
 refinement cost a solve each, not a factorisation.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .ipm_linalg import Rows
+from .linalg import Rows
 
 __all__ = ["start", "mehrotra_step"]
 

@@ -1,4 +1,4 @@
-"""Compiled kernels for the banded Newton blocks of :mod:`dpmodels.metricdp.ipm` (numba).
+"""Compiled kernels for the banded Newton blocks of :mod:`dpmodels.metricdp.ipm.driver` (numba).
 
 Each output's block ``H_k = G' D_k G + diag(zx_k / x_k)`` is sparse with the mDP graph's
 pattern (about 12 neighbours per record on a 1 km grid with eta = 2 km); after a bandwidth-

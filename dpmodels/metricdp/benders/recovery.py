@@ -18,14 +18,14 @@ some ``lam*`` on, and the loss of the best mechanism through it,
 ``lam`` across iterations (two or three block rounds per iteration: ``lam`` and its neighbours on
 a geometric grid), assembles the blocks' rows at the best point, makes the matrix stochastic and
 exactly mDP with the project's repair (the mDP rows hold to solver tolerance there, so the
-uniform weight of the repair was ~1e-11), and audits it (:func:`~dpmodels.metricdp.mechanism.
+uniform weight of the repair was ~1e-11), and audits it (:func:`~dpmodels.metricdp.privacy_audit.
 is_exactly_mdp`) before its loss may become an upper bound.  The trial points' block solves are
-ordinary separations: :func:`~dpmodels.metricdp.benders.benders` adds their cuts that cut the
+ordinary separations: :func:`~dpmodels.metricdp.benders.driver.benders` adds their cuts that cut the
 master's point off.
 
 Measured and left out (paper-like grid unless said): (a) completing ``z_m`` with each block's
 least-infeasible (elastic) rows and repairing the whole matrix by mixing in the uniform mechanism
-(:func:`~dpmodels.metricdp.mechanism.repair`): 1.61, the elastic rows are expensive; mixing
+(:func:`~dpmodels.metricdp.privacy_audit.repair`): 1.61, the elastic rows are expensive; mixing
 ``z_m`` with the exponential mechanism's rows instead of ``u``: feasible from 1% on, 1.278;
 (b) the full LP with each block restricted to convex combinations of its stored solutions and
 the boundary rows free (an inner approximation, HiGHS): better bounds on the 8 x 10 notebook
@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .benders_subproblems import BlockOutcome
-from .data import MDPInstance
-from .mechanism import expected_loss, is_exactly_mdp, repair
+from ..data import MDPInstance
+from ..privacy_audit import expected_loss, is_exactly_mdp, repair
+from .subproblems import BlockOutcome
 
 __all__ = ["Recovery", "Trial", "Candidate", "assemble", "certified_candidate"]
 

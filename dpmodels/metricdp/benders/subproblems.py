@@ -8,7 +8,7 @@ returns a ray of the normalised ray LP (or, when that fails or is below toleranc
 LP): the feasibility cut ``phi_l(z_Y) <= 0``.  Solver multipliers are made exactly dual feasible
 before they become a cut (:meth:`Subproblem.cut`).  ``phi_l(z_Y) = const + sum coeff * z_Y`` is
 kept as (constant, coefficients over the block's boundary columns), so a cut is one sparse row of
-the master (:mod:`.benders_master`).  Each block keeps its primal, ray and elastic LPs as persistent
+the master (:mod:`.master`).  Each block keeps its primal, ray and elastic LPs as persistent
 HiGHS models, warm-started across iterations, and stops at Benders' deadline (:class:`TimeUp`).
 """
 
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from .data import MDPInstance, Partition
-from .lp import INF, Highs, _width, mdp_rows, unit_rows
+from ..data import MDPInstance, Partition
+from ..lp import INF, Highs, mdp_rows, unit_rows, with_width
 
 __all__ = ["Subproblem", "build_subproblems", "BlockOutcome", "solve_block", "TimeUp"]
 
@@ -108,7 +108,7 @@ def build_subproblems(instance: MDPInstance, part: Partition, y_order: np.ndarra
         n_link = len(cols)
         beta = sp.csr_matrix((-np.ones(n_link), (np.arange(n_link), cols)), shape=(n_link, n_x))
         gamma = sp.csr_matrix((np.repeat(c_xy, K), (np.arange(n_link), cols)), shape=(n_link, n_x))
-        a = sp.vstack([_width(alpha, n_x), beta, gamma, unit_rows(len(internal), K)], format="csr")
+        a = sp.vstack([with_width(alpha, n_x), beta, gamma, unit_rows(len(internal), K)], format="csr")
         link_cols = y_pos[np.repeat(j_xy, K)] * K + np.tile(np.arange(K), len(j_xy))
         subs.append(
             Subproblem(
