@@ -19,8 +19,8 @@ The folder, by what each module holds (the same names mean the same thing in eve
 ``ipm/``               the structured interior point (:func:`structured_ipm`)
 ``partition``          the four partitioners of the paper (k-means on different embeddings)
 ``compare``            the methods side by side, the partition table, privacy vs utility
-``bench*``             ``dpmodels bench mdp`` (``bench_runs``: one certified run of a method;
-                       ``bench_sweep``: runtime against N, the paper's Fig. 6)
+``bench/``             ``dpmodels bench mdp``: the paper-scale grid, runtime against N (Fig. 6),
+                       one certified run of a method
 =====================  ===========================================================================
 
 Every name below is imported on first use (:mod:`dpmodels.core.lazy`), so importing the family
@@ -75,8 +75,8 @@ _EXPORTS = {
     "compare_mdp": "dpmodels.metricdp.compare",
     "partition_table": "dpmodels.metricdp.compare",
     "privacy_utility": "dpmodels.metricdp.compare",
-    "sweep_run": "dpmodels.metricdp.bench_sweep",
-    "sweep_table": "dpmodels.metricdp.bench_sweep",
+    "sweep_run": "dpmodels.metricdp.bench.sweep",
+    "sweep_table": "dpmodels.metricdp.bench.sweep",
 }
 
 __all__ = list(_EXPORTS)

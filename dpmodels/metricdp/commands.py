@@ -1,6 +1,6 @@
 """What the metric-DP family shows the ``dpmodels`` command: ``compare``, ``bench`` and ``release mdp``.
 
-The library functions live in ``compare.py``, ``bench.py``, ``bench_sweep.py`` and ``release.py``;
+The library functions live in ``compare.py``, ``bench/`` and ``release.py``;
 this module declares the commands (standard options from :mod:`dpmodels.core.options`, the runner
 :mod:`dpmodels.core.runner`) and returns their tables; ``release mdp`` is :mod:`.release_command`.  The
 comparison's default is a small grid (8 x 10 cells, K = 20, eps = 1/km) that every method
@@ -46,7 +46,7 @@ COMPARE_METHODS = ("full LP simplex", "structured IPM", "Benders k-m-DV", "expon
 #: Names the options take, declared by the family's modules (read when checked or shown).
 METHODS = Names("dpmodels.metricdp.compare", "METHODS")
 PARTITIONERS = Names("dpmodels.metricdp.partition", "PARTITIONERS")
-SWEEP_METHODS = Names("dpmodels.metricdp.bench_sweep", "SWEEP_METHODS")
+SWEEP_METHODS = Names("dpmodels.metricdp.bench.sweep", "SWEEP_METHODS")
 
 
 # ---------------------------------------------------------------------- compare
@@ -187,7 +187,7 @@ def _run_bench(args) -> Result:
 
 
 def _run_sweep(args) -> Result:
-    from .bench_sweep import grid_shape, run_sweep
+    from .bench.sweep import grid_shape, run_sweep
 
     for n in args.sweep_n:
         grid_shape(n)  # a size that is no grid fails here, before any run

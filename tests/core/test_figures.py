@@ -78,7 +78,7 @@ def test_importing_the_module_does_not_import_matplotlib():
 def _family_methods() -> dict[str, list[str]]:
     """Every method label each family plots, read from the families' own declarations."""
     from dpmodels.facility.mechanism import BASELINES
-    from dpmodels.metricdp.bench_sweep import SWEEP_METHODS
+    from dpmodels.metricdp.bench.sweep import SWEEP_METHODS
     from dpmodels.metricdp.compare import METHODS
     from dpmodels.pgsr import MECHANISMS
     from dpmodels.topdown.compare import CONFIGS

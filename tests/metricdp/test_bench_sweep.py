@@ -6,7 +6,7 @@ import pytest
 
 from dpmodels import cli
 from dpmodels.core.errors import DataValidationError
-from dpmodels.metricdp.bench_sweep import RULES, grid_shape, sweep_run, sweep_table
+from dpmodels.metricdp.bench.sweep import RULES, grid_shape, sweep_run, sweep_table
 
 
 @pytest.mark.parametrize(
@@ -49,8 +49,9 @@ def test_sweep_command_prints_both_rules_and_writes_json_and_plot(tmp_path, caps
     report, png = tmp_path / "sweep.json", tmp_path / "fig6.png"
     argv = ["bench", "mdp", "--sweep-n", "12", "--epsilon", "2", "--methods", "highs-simplex", "mdp_ipm"]
     assert cli.main([*argv, "--time-limit", "60", "--json", str(report), "--plot", str(png)]) == 0
-    out = capsys.readouterr().out
-    assert "load before timing" in out and "s to abs 0.01" in out and "x simplex (rel 1e-3)" in out
+    captured = capsys.readouterr()
+    assert "load before timing" in captured.err  # the conditions of the timing, logged
+    assert "s to abs 0.01" in captured.out and "x simplex (rel 1e-3)" in captured.out
     runs = json.loads(report.read_text())
     assert [(r["N"], r["method"]) for r in runs] == [(12, "highs-simplex"), (12, "mdp_ipm")]
     assert all(r["rel gap"] <= 1e-3 for r in runs)
@@ -62,7 +63,7 @@ def test_rule_times_come_from_the_history_and_an_empty_history_meets_none():
     eps = 1, N = 1,000): no rule met, not a crash."""
     import pandas as pd
 
-    from dpmodels.metricdp.bench_runs import rule_times
+    from dpmodels.metricdp.bench.runs import rule_times
 
     none = {
         "s to abs 0.01": None,

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 from figure_checks import colours, readable, visible_tick_labels
 
-from dpmodels.metricdp.bench_sweep import RULES, plot_sweep
+from dpmodels.metricdp.bench.sweep import RULES, plot_sweep
 from dpmodels.metricdp.compare import plot_bounds
 
 

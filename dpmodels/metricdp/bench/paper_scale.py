@@ -17,8 +17,8 @@ import logging
 import numpy as np
 import pandas as pd
 
-from .bench_runs import RULES, benders_run, highs_run, ipm_run
-from .data import MDPInstance
+from ..data import MDPInstance
+from .runs import RULES, benders_run, highs_run, ipm_run
 
 __all__ = ["run_bench", "bench_rows", "PAPER_TABLE4", "PAPER_TABLE3_SECONDS"]
 
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 def bench_rows(instance: MDPInstance, blocks, partitioner: str, time_limit: float, gap: float = 1e-3) -> list[dict]:
     """Full LP (HiGHS simplex and IPM, audited), the structured IPM and Benders (each M) on one
-    instance, each certified and timed under both stopping rules (:mod:`~dpmodels.metricdp.bench_runs`)."""
+    instance, each certified and timed under both stopping rules (:mod:`~dpmodels.metricdp.bench.runs`)."""
     rows = [{"run": f"full LP {method}", **highs_run(instance, method, time_limit)} for method in ("simplex", "ipm")]
     rows.append({"run": "structured IPM (mdp_ipm)", **ipm_run(instance, time_limit, gap)})
     for m in blocks:

@@ -13,7 +13,7 @@ under a time limit:
 
 Each run goes to the certified relative gap 1e-3 and is timed under both stopping rules, the
 paper's absolute gap 0.01 and the relative gap 1e-3, side by side
-(:mod:`~dpmodels.metricdp.bench_runs`); ``--runs`` runs each measurement several times.
+(:mod:`~dpmodels.metricdp.bench.runs`); ``--runs`` runs each measurement several times.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import pandas as pd
 
 from dpmodels.core.errors import DataValidationError
 
-from .bench_runs import RULES, benders_run, highs_run, ipm_run
+from .runs import RULES, benders_run, highs_run, ipm_run
 
 __all__ = ["SWEEP_METHODS", "RULES", "grid_shape", "sweep_run", "run_sweep", "sweep_table", "plot_sweep"]
 
@@ -78,7 +78,7 @@ def sweep_run(method: str, n: int, epsilon: float, time_limit: float, seed: int 
 def _in_child(method: str, n: int, epsilon: float, time_limit: float) -> dict:
     code = (
         "import json, warnings; warnings.simplefilter('ignore'); "
-        "from dpmodels.metricdp.bench_sweep import sweep_run; "
+        "from dpmodels.metricdp.bench.sweep import sweep_run; "
         f"print(json.dumps(sweep_run({method!r}, {n!r}, {epsilon!r}, {time_limit!r}), default=float))"
     )
     base = {"eps": epsilon, "N": n, "method": method}

@@ -1,7 +1,8 @@
 """One measured run of a method on the perturbation LP, certified and timed under both stopping rules:
 the paper's absolute gap 0.01 and the certified relative gap 1e-3 (issue 15).  Both ``dpmodels
-bench mdp`` (:mod:`~dpmodels.metricdp.bench`) and its ``--sweep-n`` (:mod:`~dpmodels.metricdp.
-bench_sweep`) measure through these functions, so every method is certified the same way:
+bench mdp`` (:mod:`~dpmodels.metricdp.bench.paper_scale`) and its ``--sweep-n``
+(:mod:`~dpmodels.metricdp.bench.sweep`) measure through these functions, so every method is certified
+the same way:
 
 * HiGHS (``simplex``, ``ipm``, ``pdlp``) on the full LP: its "optimal" point meets the mDP rows only
   to a tolerance, so it is *audited*: repaired into an exactly eps-mDP mechanism (its loss is the
@@ -20,7 +21,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from .data import MDPInstance
+from ..data import MDPInstance
 
 __all__ = ["RULES", "rule_times", "highs_run", "ipm_run", "benders_run"]
 
@@ -58,8 +59,8 @@ def rule_times(history: pd.DataFrame, offset: float) -> dict:
 
 def highs_run(inst: MDPInstance, method: str, time_limit: float) -> dict:
     """HiGHS's ``method`` on the full LP, audited (see the module docstring)."""
-    from .lp import full_lp, safe_lower_bound
-    from .privacy_audit import expected_loss, is_exactly_mdp, repair
+    from ..lp import full_lp, safe_lower_bound
+    from ..privacy_audit import expected_loss, is_exactly_mdp, repair
 
     tick = time.perf_counter()
     model = full_lp(inst, method=method, time_limit=time_limit)
@@ -81,7 +82,7 @@ def highs_run(inst: MDPInstance, method: str, time_limit: float) -> dict:
 
 def ipm_run(inst: MDPInstance, time_limit: float, gap: float = 1e-3) -> dict:
     """``mdp_ipm`` to the certified relative ``gap`` (kernels compiled untimed: :func:`~.ipm.warm_up`)."""
-    from .ipm import structured_ipm, warm_up
+    from ..ipm import structured_ipm, warm_up
 
     warm_up()
     tick = time.perf_counter()
@@ -95,9 +96,9 @@ def ipm_run(inst: MDPInstance, time_limit: float, gap: float = 1e-3) -> dict:
 def benders_run(inst: MDPInstance, time_limit: float, partitioner: str, blocks: int, gap: float = 1e-3) -> dict:
     """``mdp_benders`` over a ``partitioner`` partition into ``blocks`` blocks (the partition's time
     counted), to the certified relative ``gap``; its incumbent audited like every other point."""
-    from .benders import benders
-    from .partition import partition
-    from .privacy_audit import expected_loss, is_exactly_mdp, repair
+    from ..benders import benders
+    from ..partition import partition
+    from ..privacy_audit import expected_loss, is_exactly_mdp, repair
 
     tick = time.perf_counter()
     part = partition(inst, partitioner, M=blocks)
