@@ -117,6 +117,13 @@ def test_bad_values_of_the_standard_options_fail_before_any_work(word, name, cap
     assert not list(tmp_path.iterdir())  # nothing written
 
 
+@pytest.mark.parametrize("word, name", _experiments())
+def test_every_help_shows_the_names_its_options_take(word, name):
+    """A help lists names that family modules declare (read when shown): each module still exists."""
+    text = _subcommands(word)[name].format_help()
+    assert "--csv" in text and "--quiet" in text
+
+
 def test_the_commands_modules_import_no_numerical_library():
     """``dpmodels --help`` reads every family's declaration: none imports pandas, scipy, numba or
     matplotlib at import time (their run functions do, when they run)."""

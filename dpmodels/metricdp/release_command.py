@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from dpmodels.core import options as std
 from dpmodels.core.commands import add_solver_option, positive_float
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.release import add_common_arguments
@@ -24,7 +25,7 @@ RELEASE_SETTINGS = {"rows": 8, "cols": 10, "K": 20}
 
 
 def release_arguments(p: argparse.ArgumentParser) -> None:
-    from .release import SOLVERS
+    from .mechanism import SOLVERS
 
     p.add_argument(
         "--records",
@@ -33,24 +34,20 @@ def release_arguments(p: argparse.ArgumentParser) -> None:
         "cell = row x cols + col) or a location label of --points",
     )
     domain = p.add_mutually_exclusive_group()
-    domain.add_argument(
-        "--instance",
-        help=f"public domain: an mdp generator shaped by --set (default {RELEASE_INSTANCE} with "
+    std.instance(
+        None,
+        f"public domain: an mdp generator shaped by --set (default {RELEASE_INSTANCE} with "
         f"{' '.join(f'{k}={v}' for k, v in RELEASE_SETTINGS.items())})",
-    )
+    ).add(domain)
     domain.add_argument(
         "--points",
         help="public domain: a CSV of candidate locations (location, then coordinates in km or lat,lon; "
         "optional prior column); every location is an output",
     )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="generator option of --instance, e.g. --set rows=3 --set cols=4 --set K=12 --set cell_km=1 "
-        "(--set seed picks the generator's public output cells and cost destinations, never the noise)",
-    )
+    std.settings(
+        "generator option of --instance, e.g. --set rows=3 --set cols=4 --set K=12 --set cell_km=1 "
+        "(--set seed picks the generator's public output cells and cost destinations, never the noise)"
+    ).add(p)
     p.add_argument(
         "--eta", type=positive_float, default=2.0, help="neighbour radius in km: locations within eta get mDP rows"
     )
@@ -63,9 +60,7 @@ def release_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--solver", choices=list(SOLVERS), default="mdp_ipm", help="solver of the perturbation LP")
     add_solver_option(p, "mdp_ipm", "gap", help_extra="; highs solves to its own tolerance (not certified)")
-    p.add_argument(
-        "--time-limit", type=positive_float, default=None, help="seconds for the solve (the incumbent stays exact)"
-    )
+    std.time_limit(None, "seconds for the solve (the incumbent stays exact)").add(p)
     add_common_arguments(
         p,
         {"--out": "where to write the released user,released CSV"},
@@ -80,7 +75,8 @@ def run_release_command(args) -> int:
     from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
     from dpmodels.instances.metricdp import records_from_csv
 
-    from .release import NOISE, release, release_facts
+    from .mechanism import NOISE
+    from .release import release, release_facts
 
     epsilon = _per_km(args.epsilon)
 
