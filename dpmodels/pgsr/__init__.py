@@ -18,7 +18,7 @@ The folder, by what each module holds (the same names mean the same thing in eve
 ``sensitivity``        the neighbour relation and the measurements' L1 sensitivities
 ``footprint``          the memory a release needs, from its declared sizes
 ``compare``            repeated mechanism runs and Table 7 (``table7``: the paper's two shapes)
-``bench``              ``dpmodels bench pgsr`` (``census_bench``: its census-scale part)
+``bench/``             ``dpmodels bench pgsr``: the Figure 7 sweep and the census-scale part
 ``warmup``             compiles every kernel before anything is timed
 =====================  ===========================================================================
 

@@ -237,7 +237,7 @@ def _run_table7(args) -> Result:
 
 # ---------------------------------------------------------------------- bench
 #: The census variants ``--census-variants`` takes (read when a value is checked or the help shown).
-CENSUS_VARIANTS = Names("dpmodels.pgsr.census_bench", "CENSUS_VARIANTS")
+CENSUS_VARIANTS = Names("dpmodels.pgsr.bench.census", "CENSUS_VARIANTS")
 
 
 def _bench_arguments(p: argparse.ArgumentParser) -> None:

@@ -28,8 +28,8 @@ __all__ = ["CENSUS_VARIANTS", "census_run", "census_table", "check_agreement"]
 
 def _hierarchical(method: str, domains: str) -> Callable:
     def run(noisy):
-        from .algorithms.hierarchical import solve_hierarchical
-        from .algorithms.window import solve_exact
+        from ..algorithms.hierarchical import solve_hierarchical
+        from ..algorithms.window import solve_exact
 
         solver = solve_exact if method == "windows" else solve_hierarchical
         return solver(noisy, domains, on_infeasible="widen")
@@ -39,7 +39,7 @@ def _hierarchical(method: str, domains: str) -> Callable:
 
 def _cumulative(method: str, domains: str) -> Callable:
     def run(noisy):
-        from .algorithms.cumulative import solve_cumulative_dp
+        from ..algorithms.cumulative import solve_cumulative_dp
 
         return solve_cumulative_dp(noisy, domains, method=method)
 
@@ -52,7 +52,7 @@ class TablesTooLarge(RuntimeError):
 
 def _chain(method: str, domains: str) -> Callable:
     def run(noisy):
-        from .algorithms.chain import TABLE_BUDGET, solve_chain
+        from ..algorithms.chain import TABLE_BUDGET, solve_chain
 
         sol = solve_chain(noisy, domains, on_infeasible="widen", method="auto" if method == "dp" else method)
         if method == "dp" and sol.info["method"] != "dp":
@@ -82,8 +82,8 @@ def census_run(variant: str, epsilon: float, scale: float = 1.0, seed: int = 0) 
     """Generate, measure and solve the census-like shape with one variant (in this process)."""
     from dpmodels.instances.pgsr import census_like
 
-    from .mechanism import measure
-    from .warmup import warm_up
+    from ..mechanism import measure
+    from ..warmup import warm_up
 
     mechanism, kind, method, domains, solve = CENSUS_VARIANTS[variant]
     out: dict = {"variant": variant, "mechanism": mechanism, "method": method, "domains": domains}
@@ -115,7 +115,7 @@ def census_run(variant: str, epsilon: float, scale: float = 1.0, seed: int = 0) 
 
 def census_in_child(variant: str, epsilon: float, scale: float) -> dict:
     code = (
-        "import json; from dpmodels.pgsr.census_bench import census_run; "
+        "import json; from dpmodels.pgsr.bench.census import census_run; "
         f"print(json.dumps(census_run({variant!r}, {epsilon!r}, {scale!r}), default=str))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

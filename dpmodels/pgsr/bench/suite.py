@@ -4,7 +4,7 @@
     (truncated domains, epsilon = 1) solved exactly by ``pgsr_dp`` and its continuous
     relaxation solved by ``clarabel`` and ``highs``; ratios are relaxed time / DP time.
 (b) The full census-like shape (3,197 regions x N = 1,000) end to end, the paper's table DPs
-    beside the solvers whose cost does not grow with the domain (:mod:`.census_bench`), one child
+    beside the solvers whose cost does not grow with the domain (:mod:`.census`), one child
     process per (epsilon, variant) so each peak memory is its own.
 
 Numbers depend on the machine and its load; the ratios are what to read.
@@ -21,11 +21,11 @@ import pandas as pd
 from dpmodels.core.facade import solve
 from dpmodels.core.relax import relax_integer_vars
 
-from .census_bench import CENSUS_VARIANTS, census_in_child, census_table, check_agreement
-from .domains import Domains
-from .mechanism import measure
-from .models import build_hierarchical_qip
-from .warmup import warm_up
+from ..domains import Domains
+from ..mechanism import measure
+from ..models import build_hierarchical_qip
+from ..warmup import warm_up
+from .census import CENSUS_VARIANTS, census_in_child, census_table, check_agreement
 
 __all__ = ["figure7_sweep", "census_report", "run_bench"]
 
@@ -50,7 +50,7 @@ def figure7_sweep(sizes, time_limit: float = 120.0, epsilon: float = 1.0, seed: 
     """pgsr_dp on Model 1 vs clarabel and highs on Model 1-R, same noisy instance per N."""
     from dpmodels.instances.pgsr import taxi_like
 
-    from .algorithms.hierarchical import solve_hierarchical
+    from ..algorithms.hierarchical import solve_hierarchical
 
     rows = []
     highs_gave_up = False
