@@ -17,8 +17,8 @@ from pyomo.common.config import In
 
 from dpmodels.core.errors import PrivacyParameterError
 from dpmodels.submodular.algorithms import continuous_greedy
-from dpmodels.submodular.continuous_mechanisms import improved_private_continuous_greedy, private_continuous_greedy
 from dpmodels.submodular.matroids import GraphicMatroid
+from dpmodels.submodular.mechanism.continuous import improved_private_continuous_greedy, private_continuous_greedy
 from dpmodels.submodular.models import martin_values
 
 from .base import Option, StructureSolution, StructureSolver, converged

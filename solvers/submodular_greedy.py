@@ -21,8 +21,8 @@ from pyomo.common.config import In
 
 from dpmodels.core.errors import ModelStructureError, PrivacyParameterError
 from dpmodels.submodular.algorithms import greedy, k_greedy
-from dpmodels.submodular.greedy_mechanisms import mitrovic_private_greedy, private_k_greedy, private_k_greedy_sampled
 from dpmodels.submodular.matroids import GraphicMatroid
+from dpmodels.submodular.mechanism.greedy import mitrovic_private_greedy, private_k_greedy, private_k_greedy_sampled
 from dpmodels.submodular.models import martin_values
 from dpmodels.submodular.objectives import KCoverage
 

@@ -17,9 +17,10 @@ from dpmodels.core.noise import make_rng
 
 from .accounting import PrivacyAccountant
 from .data import KSubmodularFunction, SetFunction
-from .matroids import Matroid, PartitionMatroid, UniformMatroid, check_pair
+from .matroids import Matroid, check_pair
 from .objectives import SampledGradient, gradient, has_closed_form, multilinear
 from .results import GreedyRelease, TrueDataDiagnostics, as_tuple, epsilon_spent
+from .rounding import pipage_rounding, swap_rounding
 
 __all__ = [
     "check_pair",
@@ -28,8 +29,6 @@ __all__ = [
     "ContinuousGreedyResult",
     "continuous_greedy",
     "gradient_oracle",
-    "swap_rounding",
-    "pipage_rounding",
     "brute_force_opt",
     "k_greedy",
     "k_brute_force_opt",
@@ -192,71 +191,6 @@ def _round(res: ContinuousGreedyResult, F, M, rounding: str, rng) -> None:
     else:
         raise DataValidationError("rounding", f"must be swap, pipage or none, got {rounding!r}")
     res.rounded_value = F(res.S)
-
-
-# ----------------------------------------------------------------------------- rounding
-
-
-def swap_rounding(M: Matroid, bases, coefficients, rng) -> np.ndarray:
-    """Chekuri-Vondrak-Zenklusen swap rounding of ``sum_i beta_i 1_{B_i}`` (spec 3.3).
-
-    Preserves marginals, returns a base, never queries ``F`` (private post-processing).
-    """
-    rng = make_rng(rng)
-    beta = np.asarray(coefficients, dtype=np.float64)
-    if len(bases) != beta.size or beta.size == 0 or beta.min() < 0 or abs(beta.sum() - 1) > 1e-9:
-        raise DataValidationError("coefficients", "need one non-negative coefficient per base, summing to 1")
-    current = np.asarray(bases[0], bool).copy()
-    gamma = beta[0]
-    for k in range(1, len(bases)):
-        current = _merge(M, gamma, current, beta[k], np.asarray(bases[k], bool).copy(), rng)
-        gamma += beta[k]
-    return current
-
-
-def _merge(M: Matroid, b1: float, B1: np.ndarray, b2: float, B2: np.ndarray, rng) -> np.ndarray:
-    while not np.array_equal(B1, B2):
-        i = int(np.flatnonzero(B1 & ~B2)[0])
-        j = M.strong_exchange(B1, B2, i)
-        if b1 + b2 <= 0 or rng.random() < b1 / (b1 + b2):
-            B2[j], B2[i] = False, True
-        else:
-            B1[i], B1[j] = False, True
-    return B1
-
-
-def pipage_rounding(M: Matroid, x, rng) -> np.ndarray:
-    """Randomized pipage (dependent) rounding for uniform and partition matroids (spec 3.3).
-
-    Oblivious to ``F``, preserves marginals; a lone fractional coordinate of a block is rounded
-    independently (keeps the block's cap since the block sum is at most the cap).
-    """
-    rng = make_rng(rng)
-    x = np.asarray(x, dtype=np.float64).copy()
-    if isinstance(M, UniformMatroid):
-        blocks = [np.arange(M.n)]
-    elif isinstance(M, PartitionMatroid):
-        blocks = M.blocks
-    else:
-        raise DataValidationError("matroid", f"randomized pipage is for uniform/partition matroids, got {M.kind}")
-    if not M.contains(x):
-        raise DataValidationError("x", "must lie in the matroid polytope")
-    tol = 1e-12
-    for members in blocks:
-        while True:
-            frac = [int(e) for e in members if tol < x[e] < 1 - tol]
-            if len(frac) < 2:
-                break
-            a, b = frac[0], frac[1]
-            d1, d2 = min(1 - x[a], x[b]), min(x[a], 1 - x[b])
-            if rng.random() < d2 / (d1 + d2):
-                x[a], x[b] = x[a] + d1, x[b] - d1
-            else:
-                x[a], x[b] = x[a] - d2, x[b] + d2
-        for e in members:
-            if tol < x[e] < 1 - tol:
-                x[e] = 1.0 if rng.random() < x[e] else 0.0
-    return x > 0.5
 
 
 # ----------------------------------------------------------------------------- exact OPT

@@ -29,8 +29,8 @@ import pandas as pd
 
 from .algorithms import continuous_greedy, greedy
 from .compare import VALUE
-from .continuous_mechanisms import private_continuous_greedy
-from .greedy_mechanisms import mitrovic_private_greedy
+from .mechanism.continuous import private_continuous_greedy
+from .mechanism.greedy import mitrovic_private_greedy
 
 __all__ = ["bench_rows", "graphic_extension_rows", "run_bench"]
 

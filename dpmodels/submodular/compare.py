@@ -21,9 +21,9 @@ import pandas as pd
 from tqdm import tqdm
 
 from .algorithms import brute_force_opt, continuous_greedy, greedy, k_brute_force_opt, k_greedy
-from .continuous_mechanisms import private_continuous_greedy
 from .data import KSubmodularInstance
-from .greedy_mechanisms import mitrovic_private_greedy, private_k_greedy, private_k_greedy_sampled
+from .mechanism.continuous import private_continuous_greedy
+from .mechanism.greedy import mitrovic_private_greedy, private_k_greedy, private_k_greedy_sampled
 from .objectives import FacilityLocation, KCoverage, WeightedCoverage
 
 __all__ = ["VALUE", "RATIO", "RATIO_MEAN", "RATIO_SD", "optimum", "compare_submodular", "privacy_utility", "plot_curve"]

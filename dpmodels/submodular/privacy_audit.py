@@ -17,12 +17,12 @@ from dpmodels.core.errors import PrivacyParameterError
 
 from .accounting import check_epsilon
 from .algorithms import check_pair, k_extensions
-from .continuous_mechanisms import _check_run, _cover_points
 from .data import KSubmodularFunction, SetFunction
-from .exponential import _inv_temp, em_probabilities
-from .greedy_mechanisms import _greedy_mechanism_setup
 from .matroids import Matroid
-from .mechanism import _check_finite_scale
+from .mechanism.continuous import check_run, cover_points
+from .mechanism.contract import check_finite_scale
+from .mechanism.exponential import em_probabilities, inverse_temperature
+from .mechanism.greedy import greedy_setup
 from .objectives import gradient
 
 __all__ = ["alg1_distribution", "alg2_distribution", "alg3_distribution", "privacy_loss"]
@@ -32,10 +32,10 @@ def alg1_distribution(
     F: SetFunction, M: Matroid, epsilon, T: int | None = None, cover: str = "bases", q: int | None = None
 ) -> dict[tuple, float]:
     """The exact distribution of ``x_T`` of Alg. 1 with exact gradients (tiny instances)."""
-    eps, T = _check_run(F, M, epsilon, T)
-    pts = _cover_points(M, cover, q, None)
+    eps, T = check_run(F, M, epsilon, T)
+    pts = cover_points(M, cover, q, None)
     cands = np.array(M.bases(), dtype=float) if pts is None else pts
-    beta = _inv_temp(eps, F.sensitivity)
+    beta = inverse_temperature(eps, F.sensitivity)
     return _continuous_distribution(F.n, T, lambda t, x: (cands, em_probabilities(cands @ gradient(F, x), beta)))
 
 
@@ -49,10 +49,10 @@ def alg2_distribution(
     eps = check_epsilon(epsilon)
     if not 0 < eps < math.inf:
         raise PrivacyParameterError("epsilon", f"Algorithm 2 needs a finite positive epsilon, got {epsilon!r}")
-    _check_finite_scale(F, M, eps)
+    check_finite_scale(F, M, eps)
     w = eps if width is None else float(width)
     T = len(subsamples)
-    beta = _inv_temp(eps, F.sensitivity)
+    beta = inverse_temperature(eps, F.sensitivity)
 
     def step(t, x):
         pts = np.asarray(subsamples[t], dtype=np.float64)
@@ -83,7 +83,7 @@ def _continuous_distribution(n: int, T: int, step) -> dict[tuple, float]:
 
 def alg3_distribution(F: KSubmodularFunction, M: Matroid, epsilon) -> dict[tuple, float]:
     """The exact distribution of the output ``x`` of Alg. 3 (tiny instances)."""
-    _, _, beta = _greedy_mechanism_setup(F, M, epsilon, None, diagnostic=True)  # an audit oracle, no release
+    _, _, beta = greedy_setup(F, M, epsilon, None, diagnostic=True)  # an audit oracle, no release
     out: dict[tuple, float] = {}
 
     def walk(s, t, p):

@@ -56,9 +56,9 @@ from .accounting import (
     check_private_epsilon,
     greedy_step_epsilon,
 )
-from .continuous_mechanisms import _alg2_width, improved_private_continuous_greedy, private_continuous_greedy
-from .greedy_mechanisms import mitrovic_private_greedy, private_k_greedy, private_k_greedy_sampled
 from .matroids import Matroid
+from .mechanism.continuous import alg2_width, improved_private_continuous_greedy, private_continuous_greedy
+from .mechanism.greedy import mitrovic_private_greedy, private_k_greedy, private_k_greedy_sampled
 
 __all__ = [
     "ALGORITHMS",
@@ -163,7 +163,7 @@ def planned_accountant(algorithm: str, F, M: Matroid, epsilon, **options) -> Pri
         if algorithm == "alg1":
             step = alg1_step_epsilon(epsilon, M.r)
         else:
-            width = _alg2_width(
+            width = alg2_width(
                 check_epsilon(epsilon), F.sensitivity, options.get("mu"), options.get("mu_mode", "paper")
             )
             step = alg2_step_epsilon(epsilon, M.r, width, F.sensitivity)

@@ -70,7 +70,7 @@ def test_rounding_preserves_marginals_on_the_spec_partition_example():
     x = np.array([0.4, 0.6, 0.8, 0.5, 0.7])
     rng = np.random.default_rng(1)
     runs = 2000
-    from dpmodels.submodular.continuous_mechanisms import decompose
+    from dpmodels.submodular.rounding import decompose
 
     bases, coef = decompose(M, [x])
     swap = np.array([swap_rounding(M, bases, coef, rng) for _ in range(runs)])

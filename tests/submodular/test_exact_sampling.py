@@ -21,12 +21,14 @@ from dpmodels import instances
 from dpmodels.core import selection
 from dpmodels.core.samplers import EXACT_LIMIT
 from dpmodels.core.selection import exponential_mechanism
-from dpmodels.submodular import continuous_mechanisms, exponential, greedy_mechanisms
 from dpmodels.submodular.exact import bases as exact_bases
 from dpmodels.submodular.exact.bases import sample_base
 from dpmodels.submodular.exact.coins import ExpCoins, logistic_bernoulli
-from dpmodels.submodular.exponential import em_choice, em_probabilities, inverse_temperature
 from dpmodels.submodular.matroids import GraphicMatroid, LaminarMatroid, Matroid, PartitionMatroid, UniformMatroid
+from dpmodels.submodular.mechanism import continuous as continuous_mechanisms
+from dpmodels.submodular.mechanism import exponential
+from dpmodels.submodular.mechanism import greedy as greedy_mechanisms
+from dpmodels.submodular.mechanism.exponential import em_choice, em_probabilities, inverse_temperature
 
 
 def chacha(key: int) -> np.random.Generator:

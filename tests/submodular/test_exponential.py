@@ -13,8 +13,8 @@ import pytest
 from scipy.stats import chisquare
 
 from dpmodels.submodular.exact.bases import sample_base
-from dpmodels.submodular.exponential import em_choice, em_probabilities
 from dpmodels.submodular.matroids import GraphicMatroid, UniformMatroid
+from dpmodels.submodular.mechanism.exponential import em_choice, em_probabilities
 
 BIG = 1e16  # float spacing 2 here: 1e16 + 2 and 1e16 + 4 are exact
 

@@ -184,8 +184,8 @@ def test_decomposable_sum_sensitivity_is_the_declared_record_bound_over_n():
 def test_facility_location_sensitivity_is_the_declared_benefit_bound():
     """Review F1 / e2: Delta used to default to max(c) of the private data, so neighbours ran with
     different eps' and Alg. 1 (T=1, r=1, eps=1) lost 4.19 against the accounted 2 eps r T = 2."""
-    from dpmodels.submodular.continuous_mechanisms import private_continuous_greedy
     from dpmodels.submodular.matroids import UniformMatroid
+    from dpmodels.submodular.mechanism.continuous import private_continuous_greedy
     from dpmodels.submodular.privacy_audit import alg1_distribution, privacy_loss
 
     c = np.zeros((3, 10))
@@ -209,7 +209,7 @@ def test_facility_location_sensitivity_is_the_declared_benefit_bound():
 
 def test_non_finite_values_are_refused():
     """Review F4 / e7: a NaN F value passed the declaration check and made the EM deterministic."""
-    from dpmodels.submodular.exponential import em_choice, em_probabilities
+    from dpmodels.submodular.mechanism.exponential import em_choice, em_probabilities
 
     with pytest.raises(DataValidationError, match="finite"):
         CallableFunction(lambda S: float("nan") if S == frozenset({1}) else float(min(len(S), 2)), 4, sensitivity=1)

@@ -8,7 +8,7 @@ import dpmodels
 from dpmodels import instances
 from dpmodels.core.errors import ModelStructureError, PrivacyParameterError
 from dpmodels.submodular.algorithms import greedy, k_greedy
-from dpmodels.submodular.greedy_mechanisms import mitrovic_private_greedy, private_k_greedy_sampled
+from dpmodels.submodular.mechanism.greedy import mitrovic_private_greedy, private_k_greedy_sampled
 from dpmodels.submodular.models import build_coverage_milp, build_facility_milp, build_kcoverage_milp
 
 

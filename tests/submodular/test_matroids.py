@@ -12,9 +12,9 @@ from submodular_cases import KINDS, make
 
 import dpmodels
 from dpmodels.core.errors import DataValidationError, ModelStructureError
-from dpmodels.submodular.continuous_mechanisms import grid_cover
 from dpmodels.submodular.data import as_mask
 from dpmodels.submodular.matroids import ExplicitMatroid, GraphicMatroid, LaminarMatroid, PartitionMatroid
+from dpmodels.submodular.mechanism.continuous import grid_cover
 from dpmodels.submodular.models import build_matroid_lp
 
 
@@ -201,7 +201,7 @@ def test_graphic_sampler_matches_the_law_at_a_wide_range():
 def test_graphic_sampler_path_does_not_depend_on_the_data():
     """Review F2 / e3: on K7 (21 edges) the old sampler raised on D (conductance range e^18.5) but
     not on the neighbour D' -- an observable difference, i.e. infinite privacy loss."""
-    from dpmodels.submodular.continuous_mechanisms import private_continuous_greedy
+    from dpmodels.submodular.mechanism.continuous import private_continuous_greedy
     from dpmodels.submodular.objectives import WeightedCoverage
 
     M = GraphicMatroid(7, list(itertools.combinations(range(7), 2)))

@@ -10,19 +10,19 @@ from dpmodels import instances
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.submodular.accounting import PrivacyAccountant, alg2_step_epsilon
 from dpmodels.submodular.algorithms import continuous_greedy, greedy, k_greedy
-from dpmodels.submodular.continuous_mechanisms import (
+from dpmodels.submodular.matroids import UniformMatroid
+from dpmodels.submodular.mechanism.continuous import (
     alg2_sample_size,
     improved_private_continuous_greedy,
     private_continuous_greedy,
 )
-from dpmodels.submodular.exponential import em_choice, em_probabilities
-from dpmodels.submodular.greedy_mechanisms import (
+from dpmodels.submodular.mechanism.exponential import em_choice, em_probabilities
+from dpmodels.submodular.mechanism.greedy import (
     alg4_subset_size,
     mitrovic_private_greedy,
     private_k_greedy,
     private_k_greedy_sampled,
 )
-from dpmodels.submodular.matroids import UniformMatroid
 from dpmodels.submodular.objectives import multilinear
 from dpmodels.submodular.privacy_audit import alg1_distribution, alg3_distribution, privacy_loss
 
@@ -241,7 +241,7 @@ def test_algorithm_3_utility_bound_with_large_epsilon():
 def test_exact_privacy_audit_of_algorithm_2(trap, eps):
     """Conditional on data-independent sub-samples of the grid cover, the realised loss of Alg. 2 on
     neighbours stays within the accounted ``T (2 eps r + eps ln(1+mu) / Delta)`` (A7 v)."""
-    from dpmodels.submodular.continuous_mechanisms import grid_cover
+    from dpmodels.submodular.mechanism.continuous import grid_cover
     from dpmodels.submodular.privacy_audit import alg2_distribution
 
     F, M = trap.function, trap.matroid
@@ -335,9 +335,9 @@ def test_algorithm_1_base_sampler_paths_match_the_exact_law(path, monkeypatch):
 def test_algorithm_2_sampler_matches_its_law_given_the_subsamples():
     """Review F5: Alg. 2 at eps = 1 against the mixture over seeds of its exact law conditional on the
     (data-independent, re-drawn here from the same stream) cover sub-samples."""
-    from dpmodels.submodular.continuous_mechanisms import ALG2_STREAMS, _uniform_cover_sample, grid_cover
+    from dpmodels.submodular.mechanism.continuous import ALG2_STREAMS, _uniform_cover_sample, grid_cover
+    from dpmodels.submodular.mechanism.randomness import streams as _streams
     from dpmodels.submodular.privacy_audit import alg2_distribution
-    from dpmodels.submodular.streams import streams as _streams
 
     F, M = _sampler_case()
     cover = grid_cover(M, 1)
@@ -425,7 +425,7 @@ def test_algorithm_2_sample_size_is_public(trap, monkeypatch):
     assert (a.info["sample_size"], a.info["K_L"]) == alg2_sample_size(6, 2, 3.0, 1.0)
     # the same seed draws the same sub-samples on D and D' (the exact EM's coins depend on the
     # scores, so the outputs themselves are no longer coupled as they were under Gumbel-max)
-    from dpmodels.submodular import continuous_mechanisms
+    from dpmodels.submodular.mechanism import continuous as continuous_mechanisms
 
     drawn: list = []
     original = continuous_mechanisms._uniform_cover_sample
@@ -454,8 +454,8 @@ def test_algorithm_4_at_eps_inf_is_sampled_greedy_on_the_same_subsets():
     eps = inf must equal the sampled k-greedy (argmax of the gain over (R cap Lambda) x [k], lowest
     index on ties) run here on the same R sequence, re-drawn from Alg. 4's subsets stream."""
     from dpmodels.submodular.algorithms import k_extensions
-    from dpmodels.submodular.greedy_mechanisms import ALG4_STREAMS
-    from dpmodels.submodular.streams import streams as _streams
+    from dpmodels.submodular.mechanism.greedy import ALG4_STREAMS
+    from dpmodels.submodular.mechanism.randomness import streams as _streams
 
     inst = instances.generate("submodular/k-coverage", seed=3, n=12, users=30, k=3, rank=4)
     F, M, gamma = inst.function, inst.matroid, 0.9

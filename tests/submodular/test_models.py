@@ -124,7 +124,7 @@ def test_models_refuse_mismatched_inputs():
 
 def test_private_plugin_needs_epsilon_and_matches_solve_data():
     from dpmodels.core.errors import PrivacyParameterError
-    from dpmodels.submodular.continuous_mechanisms import private_continuous_greedy
+    from dpmodels.submodular.mechanism.continuous import private_continuous_greedy
 
     trap = instances.load("submodular/trap")
     model = build_multilinear_relaxation(trap.function, trap.matroid)
@@ -138,7 +138,7 @@ def test_private_plugin_needs_epsilon_and_matches_solve_data():
 
 def test_column_generation_lifts_points_beyond_enumeration():
     """40 elements: the lift by column generation dominates x with a convex combination of bases."""
-    from dpmodels.submodular.continuous_mechanisms import lift_to_bases
+    from dpmodels.submodular.rounding import lift_to_bases
 
     inst = instances.generate("submodular/coverage", seed=0, n=40, rank=6, matroid="partition", blocks=3)
     M = inst.matroid

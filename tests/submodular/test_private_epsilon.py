@@ -17,8 +17,8 @@ from dpmodels.core.errors import PrivacyParameterError
 from dpmodels.submodular.accounting import PrivacyAccountant
 from dpmodels.submodular.algorithms import greedy, k_greedy
 from dpmodels.submodular.compare import compare_submodular
-from dpmodels.submodular.continuous_mechanisms import improved_private_continuous_greedy, private_continuous_greedy
-from dpmodels.submodular.greedy_mechanisms import mitrovic_private_greedy, private_k_greedy, private_k_greedy_sampled
+from dpmodels.submodular.mechanism.continuous import improved_private_continuous_greedy, private_continuous_greedy
+from dpmodels.submodular.mechanism.greedy import mitrovic_private_greedy, private_k_greedy, private_k_greedy_sampled
 from dpmodels.submodular.models import build_kcoverage_milp, build_multilinear_relaxation
 
 BAD = [math.inf, 0.0, -1.0, math.nan]

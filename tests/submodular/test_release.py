@@ -15,9 +15,9 @@ import pytest
 from dpmodels import instances
 from dpmodels.submodular.algorithms import greedy
 from dpmodels.submodular.compare import RATIO, RATIO_MEAN, VALUE, compare_submodular, privacy_utility
-from dpmodels.submodular.continuous_mechanisms import private_continuous_greedy
-from dpmodels.submodular.greedy_mechanisms import mitrovic_private_greedy
 from dpmodels.submodular.matroids import UniformMatroid
+from dpmodels.submodular.mechanism.continuous import private_continuous_greedy
+from dpmodels.submodular.mechanism.greedy import mitrovic_private_greedy
 from dpmodels.submodular.objectives import WeightedCoverage
 from dpmodels.submodular.results import ContinuousRelease, GreedyRelease, TrueDataDiagnostics
 

@@ -14,9 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
-from dpmodels.submodular.continuous_mechanisms import improved_private_continuous_greedy, private_continuous_greedy
 from dpmodels.submodular.data import SetFunction
-from dpmodels.submodular.greedy_mechanisms import mitrovic_private_greedy, private_k_greedy
 from dpmodels.submodular.matroids import (
     ExplicitMatroid,
     GraphicMatroid,
@@ -25,6 +23,8 @@ from dpmodels.submodular.matroids import (
     UniformMatroid,
     esp_sample,
 )
+from dpmodels.submodular.mechanism.continuous import improved_private_continuous_greedy, private_continuous_greedy
+from dpmodels.submodular.mechanism.greedy import mitrovic_private_greedy, private_k_greedy
 from dpmodels.submodular.objectives import (
     CallableFunction,
     DecomposableSum,
@@ -217,8 +217,8 @@ def test_public_max_value_is_opt_in():
 def test_private_runs_need_a_public_bound_on_F():
     """Without a public M_F, whether eps' times the scores overflows (and the sampler refuses)
     would depend on the data; private runs refuse such functions up front, and run once it is declared."""
-    from dpmodels.submodular.continuous_mechanisms import private_continuous_greedy
-    from dpmodels.submodular.greedy_mechanisms import mitrovic_private_greedy
+    from dpmodels.submodular.mechanism.continuous import private_continuous_greedy
+    from dpmodels.submodular.mechanism.greedy import mitrovic_private_greedy
 
     undeclared = CallableFunction(lambda S: float(min(len(S), 2)), 3, sensitivity=1.0)
     declared = CallableFunction(lambda S: float(min(len(S), 2)), 3, sensitivity=1.0, max_value=2.0)

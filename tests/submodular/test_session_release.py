@@ -14,9 +14,9 @@ from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.noise import exact
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE
 from dpmodels.core.session import BudgetExceededError, PrivacySession
-from dpmodels.submodular import exponential
-from dpmodels.submodular.continuous_mechanisms import private_continuous_greedy
 from dpmodels.submodular.exact import bases as exact_bases
+from dpmodels.submodular.mechanism import exponential
+from dpmodels.submodular.mechanism.continuous import private_continuous_greedy
 from dpmodels.submodular.release import ALGORITHMS, planned_accountant, release, spend
 from dpmodels.submodular.results import ContinuousRelease, GreedyRelease
 

@@ -13,9 +13,10 @@ import pytest
 from dpmodels import instances
 from dpmodels.core.errors import PrivacyParameterError
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE, is_secure, secure_generator
-from dpmodels.submodular import continuous_mechanisms, greedy_mechanisms
 from dpmodels.submodular.accounting import PrivacyAccountant
-from dpmodels.submodular.streams import streams
+from dpmodels.submodular.mechanism import continuous as continuous_mechanisms
+from dpmodels.submodular.mechanism import greedy as greedy_mechanisms
+from dpmodels.submodular.mechanism.randomness import streams
 
 NAMES = ("em", "gradient", "rounding")
 

@@ -1,16 +1,16 @@
-"""Algorithms 1 and 2: the private continuous-greedy mechanisms, and the public post-processing
-that rounds their output.
+"""Algorithms 1 and 2: the private continuous-greedy mechanisms.
 
 At each of ``T`` steps an exponential mechanism picks a direction ``y`` of the matroid polytope
 with score ``<y, grad f(x)>`` and inverse temperature ``eps' = eps / (2 Delta)`` as a Fraction
-(Def 2.7), drawn exactly (:mod:`.exponential`, and the base sampler of :mod:`.exact.bases`) and
+(Def 2.7), drawn exactly (:mod:`.exponential`, and the base sampler of :mod:`dpmodels.submodular.exact`) and
 charged its exact per-step cost (spec 1.7) in a :class:`PrivacyAccountant`; ``x_T`` is the mean
 of the directions.  Algorithm 1 draws from a cover of ``P(M)`` (the bases, averages of bases, a
 grid or explicit points); Algorithm 2 from a data-independent uniform sub-sample of the cover with
-a quantised score.  A run starts under the family's contract (:mod:`.mechanism`: ledger, streams,
+a quantised score.  A run starts under the family's contract (:mod:`.contract`: ledger, streams,
 overflow refusal); gradient samples, Alg. 2's cover sub-samples and rounding draw from streams
 separate from the exponential mechanism's.  ``x_T`` is rounded by swap rounding of bases;
-non-base directions are first lifted to bases by the spec 6.3 LP (:func:`lift_to_bases`).
+non-base directions are first lifted to bases by the spec 6.3 LP (public post-processing,
+:mod:`dpmodels.submodular.rounding`).
 """
 
 from __future__ import annotations
@@ -23,15 +23,16 @@ import numpy as np
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 
-from .accounting import PrivacyAccountant, alg1_step_epsilon, alg2_step_epsilon, check_epsilon
-from .algorithms import check_pair, gradient_oracle, swap_rounding
-from .data import SetFunction
-from .exact.bases import sample_base as _sample_base
-from .exponential import _inv_temp, em_choice
-from .matroids import Matroid
-from .mechanism import _check_finite_scale, _rngs, _run_ledger
-from .objectives import has_closed_form, multilinear
-from .results import ContinuousRelease, TrueDataDiagnostics, as_tuple, epsilon_spent
+from ..accounting import PrivacyAccountant, alg1_step_epsilon, alg2_step_epsilon, check_epsilon
+from ..algorithms import check_pair, gradient_oracle
+from ..data import SetFunction
+from ..exact.bases import sample_base as _sample_base
+from ..matroids import Matroid
+from ..objectives import has_closed_form, multilinear
+from ..results import ContinuousRelease, TrueDataDiagnostics, as_tuple, epsilon_spent
+from ..rounding import decompose, swap_rounding
+from .contract import check_finite_scale, run_ledger, run_streams
+from .exponential import em_choice, inverse_temperature
 
 __all__ = [
     "grid_cover",
@@ -39,8 +40,10 @@ __all__ = [
     "private_continuous_greedy",
     "improved_private_continuous_greedy",
     "alg2_sample_size",
-    "decompose",
-    "lift_to_bases",
+    "alg2_width",
+    "check_run",
+    "cover_points",
+    "ALG2_STREAMS",
 ]
 
 
@@ -58,7 +61,20 @@ def grid_cover(M: Matroid, q: int) -> np.ndarray:
     return np.array([z for z in pts if M.contains(z)])
 
 
-def _cover_points(M: Matroid, cover: str, q, points) -> np.ndarray | None:
+def cover_points(M: Matroid, cover: str, q, points) -> np.ndarray | None:
+    """The points of a cover of ``P(M)`` as rows; None for ``cover="bases"`` (sampled, not listed).
+
+    Parameters
+    ----------
+    M : Matroid
+        The constraint.
+    cover : {"bases", "grid", "explicit"}
+        The cover.
+    q : int or None
+        The grid resolution (``cover="grid"``).
+    points : array_like or None
+        The explicit points, rows in ``P(M)`` (``cover="explicit"``).
+    """
     if cover == "bases":
         return None
     if cover == "grid":
@@ -105,13 +121,28 @@ class PrivateCGResult:
         return ContinuousRelease(as_tuple(self.x), dirs, S, epsilon_spent(self.accountant), info)
 
 
-def _check_run(F: SetFunction, M: Matroid, epsilon, T, value_bound: float | None = None):
+def check_run(F: SetFunction, M: Matroid, epsilon, T, value_bound: float | None = None):
+    """Check a continuous mechanism's inputs before any draw: ``(eps, T)``, ``T`` defaulting to the rank.
+
+    Parameters
+    ----------
+    F : SetFunction
+        The objective.
+    M : Matroid
+        The constraint.
+    epsilon : float or Fraction
+        The run's epsilon.
+    T : int or None
+        The number of steps.
+    value_bound : float, optional
+        A public bound on ``F`` (:func:`.contract.check_finite_scale`).
+    """
     check_pair(F, M)
     eps = check_epsilon(epsilon)
     T = M.r if T is None else int(T)
     if T < 1:
         raise DataValidationError("T", f"the number of steps must be >= 1, got {T}")
-    _check_finite_scale(F, M, eps, value_bound)
+    check_finite_scale(F, M, eps, value_bound)
     return eps, T
 
 
@@ -139,13 +170,13 @@ def private_continuous_greedy(
     ``sqrt(r/m)``-cover of ``B(M)``), ``grid`` (the faithful certified cover, tiny instances) and
     ``explicit``.  Rounding: swap rounding of the bases (grid/explicit directions are first lifted to
     bases by the spec 6.3 LP, A3)."""
-    eps, acc = _run_ledger(epsilon, accountant, diagnostic)
-    _, T = _check_run(F, M, eps, T)
-    rngs = _rngs(seed, ["em", "gradient", "rounding"], acc)
+    eps, acc = run_ledger(epsilon, accountant, diagnostic)
+    _, T = check_run(F, M, eps, T)
+    rngs = run_streams(seed, ["em", "gradient", "rounding"], acc)
     grad = gradient_oracle(F, gradient_mode, samples, rngs["gradient"])
     copies = _maurey_copies(cover, maurey_m)
-    pts = None if cover == "maurey" else _cover_points(M, cover, q, points)
-    beta = _inv_temp(epsilon, F.sensitivity)
+    pts = None if cover == "maurey" else cover_points(M, cover, q, points)
+    beta = inverse_temperature(epsilon, F.sensitivity)
     start, scores = F.calls, 0
     total = np.zeros(F.n)  # x_t = (sum of directions) / T: no drift from repeated x + y/T (spec 8.4 T=1000)
     x = total
@@ -197,58 +228,6 @@ def _finish(F, M, directions, acc, calls, scores, rounding, rng, info=None, part
     return PrivateCGResult(x, directions, S, diagnostics, acc, calls, scores, dict(info or {}))
 
 
-def decompose(M: Matroid, directions) -> tuple[list, np.ndarray]:
-    """Bases and coefficients with ``sum beta_B 1_B >= (1/T) sum_t y_t`` (public post-processing).
-
-    0/1 base directions are used as they are; other points are lifted by the spec 6.3 LP, solved by
-    column generation (:func:`lift_to_bases`), which is feasible for points of ``P(M)``."""
-    T = len(directions)
-    bases, coef = [], []
-    for y in directions:
-        if np.all((y == 0) | (y == 1)) and M.is_independent(y > 0.5) and int(y.sum()) == M.r:
-            bases.append(y > 0.5)
-            coef.append(1.0 / T)
-            continue
-        for B, lam in lift_to_bases(M, y):
-            bases.append(B)
-            coef.append(lam / T)
-    coef = np.asarray(coef)
-    return bases, coef / coef.sum()
-
-
-def lift_to_bases(M: Matroid, y, max_iter: int = 500, tol: float = 1e-9):
-    """Column generation on the lift LP (spec 6.3): restricted master over the bases found so far
-    (HiGHS via Pyomo), pricing by the greedy max-weight base under the duals of the ``dominate``
-    rows; stops when no base has positive reduced cost.  Public post-processing: ``y`` is an output."""
-    import pyomo.environ as pyo
-
-    from dpmodels.core.facade import solve
-
-    from .models import build_lift_lp
-
-    y = np.asarray(y, dtype=np.float64)
-    if not M.contains(y):
-        raise DataValidationError("y", "must lie in the matroid polytope")
-    columns = [M.max_weight_base(y)]
-    for _ in range(max_iter):
-        model = build_lift_lp(M, y, columns, check=False)
-        res = solve(model, "highs", raise_on_nonoptimal=True)
-        duals = res.solution_loader.get_duals()
-        pi = np.array([max(0.0, float(duals[model.dominate[e]])) for e in range(M.n)])
-        mu = float(duals[model.convex])
-        B = M.max_weight_base(pi)
-        if pi[B].sum() + mu <= tol or any(np.array_equal(B, c) for c in columns):
-            break
-        columns.append(B)
-    if res.incumbent_objective > 1e-7:
-        raise DataValidationError(
-            "y", f"could not be dominated by a convex combination of bases (shortfall {res.incumbent_objective})"
-        )
-    lam = np.clip([pyo.value(model.lam[b]) for b in range(len(columns))], 0.0, None)
-    lam = lam / lam.sum()
-    return [(columns[b], float(lam[b])) for b in np.flatnonzero(lam > 1e-12)]
-
-
 # ----------------------------------------------------------------------------- Algorithm 2
 
 
@@ -291,16 +270,16 @@ def improved_private_continuous_greedy(
     (default: ``F.max_value`` when the function class declares it public; a callable whose
     ``max_value`` was read off the data needs ``value_bound``, which every private run requires).  The released
     ``info`` holds only public quantities (``N``, ``K_L``, ``width``, ``value_bound``)."""
-    eps, T = _check_run(F, M, epsilon, T, value_bound)
+    eps, T = check_run(F, M, epsilon, T, value_bound)
     if not 0 < eps < math.inf:
         raise PrivacyParameterError("epsilon", f"Algorithm 2 needs a finite positive epsilon, got {epsilon!r}")
-    width = _alg2_width(eps, F.sensitivity, mu, mu_mode)
+    width = alg2_width(eps, F.sensitivity, mu, mu_mode)
     bound, N, K_L = _alg2_size(F, M, width, sample_size, value_bound)
     acc = accountant if accountant is not None else PrivacyAccountant(private=True)
-    rngs = _rngs(seed, ALG2_STREAMS, acc)
+    rngs = run_streams(seed, ALG2_STREAMS, acc)
     grad = gradient_oracle(F, gradient_mode, samples, rngs["gradient"])
-    pts = _cover_points(M, cover, q, None)
-    beta = _inv_temp(epsilon, F.sensitivity)
+    pts = cover_points(M, cover, q, None)
+    beta = inverse_temperature(epsilon, F.sensitivity)
     start, scores = F.calls, 0
     total = np.zeros(F.n)
     x = total
@@ -320,9 +299,9 @@ def improved_private_continuous_greedy(
 
 
 def _alg2_size(F: SetFunction, M: Matroid, width: float, sample_size, value_bound):
-    """``(value_bound, N, K_L)`` from public inputs only (review F3); called after :func:`_check_run`,
+    """``(value_bound, N, K_L)`` from public inputs only (review F3); called after :func:`check_run`,
     which refuses a function without a public bound."""
-    if value_bound is None:  # _check_run has refused a run without a public bound
+    if value_bound is None:  # check_run has refused a run without a public bound
         value_bound = F.max_value
     bound = float(value_bound)
     if not 0 < bound < math.inf:
@@ -335,7 +314,20 @@ def _alg2_size(F: SetFunction, M: Matroid, width: float, sample_size, value_boun
     return bound, N, K_L
 
 
-def _alg2_width(eps: float, sensitivity: float, mu, mu_mode: str) -> float:
+def alg2_width(eps: float, sensitivity: float, mu, mu_mode: str) -> float:
+    """Algorithm 2's quantisation width ``w = ln(1 + mu)``.
+
+    Parameters
+    ----------
+    eps : float
+        The run's epsilon (``w = eps`` for ``mu_mode="paper"``: ``mu = e^eps - 1``).
+    sensitivity : float
+        The declared ``Delta`` (``w = Delta`` for ``mu_mode="scale"``).
+    mu : float or None
+        An explicit ``mu > 0``, overriding ``mu_mode``.
+    mu_mode : {"paper", "scale"}
+        How ``mu`` is chosen when not given.
+    """
     if mu is not None:
         if mu <= 0:
             raise PrivacyParameterError("mu", f"must be > 0, got {mu}")

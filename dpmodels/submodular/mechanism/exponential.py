@@ -56,9 +56,6 @@ def inverse_temperature(epsilon, sensitivity) -> Fraction | float:
     return exact(epsilon, "epsilon") / (2 * exact(sensitivity, "sensitivity"))
 
 
-_inv_temp = inverse_temperature  # the name the mechanisms used before
-
-
 def centred_logits(q: np.ndarray, inv_temp: float) -> np.ndarray:
     """``inv_temp * (q - max q)`` for a finite ``inv_temp``: the largest logit is exactly 0.
 

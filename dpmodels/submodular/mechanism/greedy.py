@@ -4,7 +4,7 @@ Algorithm 4 (private k-greedy over random subsets).
 Each takes ``r`` steps; each step is one exponential mechanism over the feasible extensions with
 the marginal gain as score and inverse temperature ``eps' = eps / (2 Delta)`` as a Fraction
 (Def 2.7), drawn exactly (:mod:`.exponential`) and charged ``eps`` (spec 1.7) in a
-:class:`PrivacyAccountant`.  A run starts under the family's contract (:mod:`.mechanism`: ledger,
+:class:`PrivacyAccountant`.  A run starts under the family's contract (:mod:`.contract`: ledger,
 streams, overflow refusal); Algorithm 4's subsets ``R`` come from a data-independent stream
 separate from the exponential mechanism's.
 """
@@ -17,23 +17,44 @@ import numpy as np
 
 from dpmodels.core.errors import DataValidationError
 
-from .accounting import PrivacyAccountant, greedy_step_epsilon
-from .algorithms import GreedyResult, check_pair, k_extensions
-from .data import KSubmodularFunction, SetFunction
-from .exponential import _inv_temp, em_choice
-from .matroids import Matroid
-from .mechanism import _check_finite_scale, _rngs, _run_ledger
-from .results import TrueDataDiagnostics
+from ..accounting import PrivacyAccountant, greedy_step_epsilon
+from ..algorithms import GreedyResult, check_pair, k_extensions
+from ..data import KSubmodularFunction, SetFunction
+from ..matroids import Matroid
+from ..results import TrueDataDiagnostics
+from .contract import check_finite_scale, run_ledger, run_streams
+from .exponential import em_choice, inverse_temperature
 
-__all__ = ["mitrovic_private_greedy", "private_k_greedy", "private_k_greedy_sampled", "alg4_subset_size"]
+__all__ = [
+    "mitrovic_private_greedy",
+    "private_k_greedy",
+    "private_k_greedy_sampled",
+    "alg4_subset_size",
+    "greedy_setup",
+    "ALG4_STREAMS",
+]
 
 
-def _greedy_mechanism_setup(F, M: Matroid, epsilon, accountant, diagnostic: bool = False):
-    """Checks and state every greedy-type private mechanism starts from: ``(eps, accountant, beta)``."""
+def greedy_setup(F, M: Matroid, epsilon, accountant, diagnostic: bool = False):
+    """Checks and state every greedy-type private mechanism starts from: ``(eps, accountant, beta)``.
+
+    Parameters
+    ----------
+    F : SetFunction or KSubmodularFunction
+        The objective.
+    M : Matroid
+        The constraint.
+    epsilon : float or Fraction
+        The per-step epsilon.
+    accountant : PrivacyAccountant or None
+        The ledger to charge.
+    diagnostic : bool, default False
+        Admit the non-private limits ``eps = inf`` and ``eps = 0``.
+    """
     check_pair(F, M)
-    eps, acc = _run_ledger(epsilon, accountant, diagnostic)
-    _check_finite_scale(F, M, eps)
-    return eps, acc, _inv_temp(epsilon, F.sensitivity)
+    eps, acc = run_ledger(epsilon, accountant, diagnostic)
+    check_finite_scale(F, M, eps)
+    return eps, acc, inverse_temperature(epsilon, F.sensitivity)
 
 
 def mitrovic_private_greedy(
@@ -45,8 +66,8 @@ def mitrovic_private_greedy(
     diagnostic: bool = False,
 ) -> GreedyResult:
     """Mitrovic et al.: ``r`` EM steps over the feasible ``e`` with score ``F(S + e) - F(S)``; ``eps`` per step."""
-    eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant, diagnostic)
-    rng = _rngs(seed, ["em"], acc)["em"]
+    eps, acc, beta = greedy_setup(F, M, epsilon, accountant, diagnostic)
+    rng = run_streams(seed, ["em"], acc)["em"]
     start = F.calls
     S = np.zeros(F.n, bool)
     order = []
@@ -91,8 +112,8 @@ def private_k_greedy(
     diagnostic: bool = False,
 ) -> GreedyResult:
     """Algorithm 3: ``r`` EM steps over ``Lambda(x) x [k]``; ``eps`` per step (cancellation), ``eps r`` total."""
-    eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant, diagnostic)
-    rng = _rngs(seed, ["em"], acc)["em"]
+    eps, acc, beta = greedy_setup(F, M, epsilon, accountant, diagnostic)
+    rng = run_streams(seed, ["em"], acc)["em"]
     start = F.calls
     s = np.zeros(F.n, dtype=np.int64)
     order = []
@@ -129,8 +150,8 @@ def private_k_greedy_sampled(
     a data-independent stream; an empty intersection redraws ``R`` (counted in ``info``)."""
     if not 0 < gamma < 1:
         raise DataValidationError("gamma", f"the failure probability must be in (0, 1), got {gamma}")
-    eps, acc, beta = _greedy_mechanism_setup(F, M, epsilon, accountant, diagnostic)
-    rngs = _rngs(seed, ALG4_STREAMS, acc)
+    eps, acc, beta = greedy_setup(F, M, epsilon, accountant, diagnostic)
+    rngs = run_streams(seed, ALG4_STREAMS, acc)
     start = F.calls
     s = np.zeros(F.n, dtype=np.int64)
     order, redraws, sizes = [], 0, []

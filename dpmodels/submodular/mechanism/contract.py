@@ -1,14 +1,14 @@
 """The contract every private mechanism of the family runs under: its ledger, its random streams,
 and the up-front refusal of an epsilon at which its scores could overflow.
 
-The mechanisms themselves are Algorithms 1 and 2 (:mod:`.continuous_mechanisms`), Mitrovic's
-private greedy and Algorithms 3 and 4 (:mod:`.greedy_mechanisms`); :mod:`.privacy_audit` holds
+The mechanisms themselves are Algorithms 1 and 2 (:mod:`.continuous`), Mitrovic's private
+greedy and Algorithms 3 and 4 (:mod:`.greedy`); :mod:`dpmodels.submodular.privacy_audit` holds
 their exact output laws.  All of them start a run here, so that privacy, the limits ``eps = inf``
 / ``eps = 0`` and overflow are decided one way.  Runs are private unless flagged: they need a
 finite ``eps > 0``; with ``diagnostic=True`` (or a non-private accountant) ``eps = inf`` is the
 argmax (lowest index on ties) and ``eps = 0`` is uniform.  Data-independent randomness (gradient
 samples, Alg. 2 cover sub-samples, Alg. 4 subsets, rounding) comes from streams separate from the
-exponential mechanism's (:mod:`.streams`: secure without a seed, reproducible and not private
+exponential mechanism's (:mod:`.randomness`: secure without a seed, reproducible and not private
 with one; the accountant records which).
 """
 
@@ -18,23 +18,56 @@ import math
 
 from dpmodels.core.errors import PrivacyParameterError
 
-from .accounting import PrivacyAccountant, check_private_epsilon
-from .exponential import _inv_temp
-from .matroids import Matroid
-from .streams import streams as _streams
+from ..accounting import PrivacyAccountant, check_private_epsilon
+from ..matroids import Matroid
+from .exponential import inverse_temperature
+from .randomness import streams
+
+__all__ = ["run_ledger", "run_streams", "check_finite_scale"]
 
 
-def _rngs(seed, names, acc: PrivacyAccountant) -> dict:
-    """The run's streams (:func:`.streams.streams`); ``acc`` records the mechanism stream's source."""
-    rngs = _streams(seed, names)
+def run_streams(seed, names, acc: PrivacyAccountant) -> dict:
+    """The run's named random streams; ``acc`` records the source of the mechanism's (``em``) stream.
+
+    Parameters
+    ----------
+    seed : None, int, SeedSequence or Generator
+        None or a secure generator for a private run; anything else is reproducible, not private
+        (:func:`.randomness.streams`).
+    names : sequence of str
+        The streams' names, ``"em"`` among them, in spawn order.
+    acc : PrivacyAccountant
+        The run's accountant.
+
+    Returns
+    -------
+    dict
+        Name -> generator.
+    """
+    rngs = streams(seed, names)
     acc.note_randomness(rngs["em"])
     return rngs
 
 
-def _run_ledger(epsilon, accountant, diagnostic: bool) -> tuple[float, PrivacyAccountant]:
+def run_ledger(epsilon, accountant, diagnostic: bool) -> tuple[float, PrivacyAccountant]:
     """``(eps, accountant)`` of a mechanism run.  Private by default, so ``eps`` must be finite and
     ``> 0``; ``diagnostic=True`` or a non-private ``accountant`` admits the limits ``inf`` (the
-    exact argmax) and ``0``, and the ledger records them as diagnostics."""
+    exact argmax) and ``0``, and the ledger records them as diagnostics.
+
+    Parameters
+    ----------
+    epsilon : float or Fraction
+        The run's epsilon.
+    accountant : PrivacyAccountant or None
+        The ledger to charge (None: a new one, private unless ``diagnostic``).
+    diagnostic : bool
+        Admit the non-private limits ``eps = inf`` and ``eps = 0``.
+
+    Returns
+    -------
+    tuple
+        ``(eps, accountant)``.
+    """
     acc = accountant if accountant is not None else PrivacyAccountant(private=not diagnostic)
     eps = check_private_epsilon(epsilon, private=acc.private and not diagnostic)
     if not 0 < eps < math.inf:
@@ -42,7 +75,7 @@ def _run_ledger(epsilon, accountant, diagnostic: bool) -> tuple[float, PrivacyAc
     return eps, acc
 
 
-def _check_finite_scale(F, M: Matroid, eps: float, value_bound: float | None = None) -> None:
+def check_finite_scale(F, M: Matroid, eps: float, value_bound: float | None = None) -> None:
     """Refuse up front a finite ``eps`` at which ``eps' = eps/(2 Delta)`` times the largest possible
     score overflows (review F3): the samplers would then raise, or return a wrong element, on some
     datasets and not on their neighbours.  Only public quantities decide: ``eps``, ``Delta``, the
@@ -50,8 +83,20 @@ def _check_finite_scale(F, M: Matroid, eps: float, value_bound: float | None = N
     the class declares it public).  Every score (a marginal gain, a gradient entry, or
     ``<y, grad f>`` with ``y`` in ``P(M)``) is at most ``r M_F``; the extra ``|E|`` factor leaves
     headroom for the samplers' log-space sums.  A private run without a public bound is refused:
-    whether its scores overflow would depend on the data."""
-    beta = _inv_temp(eps, F.sensitivity)
+    whether its scores overflow would depend on the data.
+
+    Parameters
+    ----------
+    F : SetFunction or KSubmodularFunction
+        The objective (its declared ``sensitivity`` and public ``max_value``).
+    M : Matroid
+        The constraint (its rank and ground set).
+    eps : float
+        The run's epsilon.
+    value_bound : float, optional
+        A public bound ``M_F`` on ``F`` (default ``F.max_value`` when the class declares it public).
+    """
+    beta = inverse_temperature(eps, F.sensitivity)
     if math.isinf(beta) or beta == 0.0:
         return
     bound = value_bound if value_bound is not None else (F.max_value if F.public_max_value else None)
