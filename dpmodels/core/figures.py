@@ -63,7 +63,7 @@ def _style(colour: str, marker: str) -> tuple[str, str]:
 #: algorithm under two names, e.g. HiGHS's simplex as "full LP simplex" and "highs-simplex", shares
 #: one).  Non-private references are black or grey.
 METHOD_STYLES: dict[str, tuple[str, str]] = {
-    # pgsr (dpmodels.pgsr.mechanism.MECHANISMS)
+    # pgsr (dpmodels.pgsr.postprocessing.MECHANISMS)
     "M_H": _style("indigo", "s"),
     "M_H^r": _style("sky", "v"),
     "M_H^dp": _style("blue", "o"),
