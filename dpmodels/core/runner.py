@@ -202,7 +202,7 @@ def write_outputs(result: Result, paths: dict[str, Path]) -> None:
         return
     writers = {
         "csv": lambda p: result.table.to_csv(p, index=False),
-        "parquet": lambda p: result.table.to_parquet(p, index=False),
+        "parquet": lambda p: _parquet_ready(result.table).to_parquet(p, index=False),
         "json": lambda p: p.write_text(_json_text(result), encoding="utf-8"),
         "plot": lambda p: _draw(result.figure, p, paths["plot"].suffix),
     }
@@ -213,6 +213,22 @@ def write_outputs(result: Result, paths: dict[str, Path]) -> None:
         stage.commit()
     for path in paths.values():
         log.info("wrote %s", path)
+
+
+def _parquet_ready(table):
+    """The table with every column of mixed Python types as text (Parquet columns have one type;
+    a bench's ``status`` may hold a word in one row and a number in another)."""
+    fixed = table.copy()
+    for column in fixed.select_dtypes(include="object").columns:
+        values = fixed[column].tolist()
+        kinds = {type(v) for v in values if not _missing(v)}
+        if len(kinds) > 1:
+            fixed[column] = [None if _missing(v) else str(v) for v in values]
+    return fixed
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
 
 
 def _json_text(result: Result) -> str:

@@ -64,6 +64,16 @@ def test_parquet_holds_the_table(tmp_path):
     pd.testing.assert_frame_equal(pd.read_parquet(path), TABLE)
 
 
+def test_parquet_writes_a_column_of_mixed_types_as_text(tmp_path):
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "mixed.parquet"
+    mixed = TABLE.assign(status=["optimal", 3, None])
+    assert _main(lambda args: mixed, ["--parquet", str(path)]) == 0
+    read = pd.read_parquet(path)
+    assert read["status"].tolist()[:2] == ["optimal", "3"] and pd.isna(read["status"].iloc[2])
+    pd.testing.assert_frame_equal(read.drop(columns="status"), TABLE)
+
+
 def test_parquet_without_pyarrow_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow fails
     ran = []
