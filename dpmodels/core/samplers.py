@@ -30,6 +30,8 @@ __all__ = [
     "EXACT_LIMIT",
     "exact_fraction",
     "uniform_below",
+    "uniform_below_int",
+    "raw_words",
     "bernoulli_exp",
     "bernoulli_exp_scalar",
     "discrete_laplace",
@@ -68,8 +70,16 @@ def _short(frac: Fraction) -> str:
 
 
 # ----------------------------------------------------------------------------- raw words and uniforms
-def _raw(rng: np.random.Generator, size: int) -> np.ndarray:
-    """``size`` raw 64-bit words of ``rng``'s bit generator."""
+def raw_words(rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` raw 64-bit words of ``rng``'s bit generator.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The generator whose bit generator is read.
+    size : int
+        The number of words.
+    """
     return np.asarray(rng.bit_generator.random_raw(size), dtype=np.uint64)
 
 
@@ -100,20 +110,28 @@ def uniform_below(high, rng: np.random.Generator, size=None) -> np.ndarray:
     todo = np.arange(n)
     take = (lambda a: a) if bound.ndim == 0 else (lambda a: a[todo])  # the undecided entries' mask and bound
     while todo.size:
-        draw = (_raw(rng, todo.size) & take(mask)).astype(np.int64)
+        draw = (raw_words(rng, todo.size) & take(mask)).astype(np.int64)
         ok = draw < take(bound)
         out[todo[ok]] = draw[ok]
         todo = todo[~ok]
     return out.reshape(shape)
 
 
-def _uniform_below_int(high: int, rng: np.random.Generator) -> int:
-    """One uniform integer in ``[0, high)`` for a Python int of any size (rejection on whole words)."""
+def uniform_below_int(high: int, rng: np.random.Generator) -> int:
+    """One uniform integer in ``[0, high)`` for a Python int of any size (rejection on whole words).
+
+    Parameters
+    ----------
+    high : int
+        The exclusive upper bound, ``>= 1``.
+    rng : numpy.random.Generator
+        The generator whose raw words are read.
+    """
     bits = (high - 1).bit_length()
     words = max(1, -(-bits // 64))
     while True:
         value = 0
-        for word in _raw(rng, words):
+        for word in raw_words(rng, words):
             value = (value << 64) | int(word)
         value &= (1 << bits) - 1
         if value < high:
@@ -162,7 +180,7 @@ def _bernoulli_exp_unit(num: np.ndarray, den: np.ndarray, rng) -> np.ndarray:
 
 def _unit_counter_int(num: int, den: int, k: int, rng) -> int:
     """Continue Alg. 1's counter from ``k`` with Python integers (reached with probability 1/127!)."""
-    while _uniform_below_int(den * k, rng) < num:
+    while uniform_below_int(den * k, rng) < num:
         k += 1
     return k
 
@@ -200,7 +218,7 @@ def discrete_laplace(scale, size, rng: np.random.Generator) -> np.ndarray:
         keep = bernoulli_exp(u, np.int64(t), rng)
         u, slots = u[keep], todo[keep]
         y = (u + t * _geometric_exp1(u.size, rng)) // s
-        sign = (_raw(rng, u.size) & np.uint64(1)).astype(bool)
+        sign = (raw_words(rng, u.size) & np.uint64(1)).astype(bool)
         ok = ~(sign & (y == 0))
         out[slots[ok]] = np.where(sign[ok], -y[ok], y[ok])
         done = np.zeros(todo.size, dtype=bool)

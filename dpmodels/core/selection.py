@@ -28,7 +28,7 @@ from itertools import accumulate
 import numpy as np
 
 from .errors import DataValidationError, PrivacyParameterError
-from .samplers import EXACT_LIMIT, _raw, _uniform_below_int, bernoulli_exp, bernoulli_exp_scalar, uniform_below
+from .samplers import EXACT_LIMIT, bernoulli_exp, bernoulli_exp_scalar, raw_words, uniform_below, uniform_below_int
 
 __all__ = ["exponential_mechanism", "sample_proportional", "exact_integer_weights", "laplace_exceeds", "as_rational"]
 
@@ -168,13 +168,13 @@ def sample_proportional(weights, rng: np.random.Generator, size=None):
     ints, _ = exact_integer_weights(weights)
     cum = list(accumulate(ints))
     if size is None:
-        return bisect_right(cum, _uniform_below_int(cum[-1], rng))
+        return bisect_right(cum, uniform_below_int(cum[-1], rng))
     n = int(np.prod(size))
     if cum[-1] < 2**63:  # one word per trial: vectorized
         u = uniform_below(cum[-1], rng, size=n)
         idx = np.searchsorted(np.array(cum, dtype=np.int64), u, side="right")
     else:
-        idx = [bisect_right(cum, _uniform_below_int(cum[-1], rng)) for _ in range(n)]
+        idx = [bisect_right(cum, uniform_below_int(cum[-1], rng)) for _ in range(n)]
     return np.asarray(idx, dtype=np.intp).reshape(size)
 
 
@@ -197,5 +197,5 @@ def laplace_exceeds(value, scale, threshold, rng: np.random.Generator) -> bool:
     if b <= 0:
         raise PrivacyParameterError("scale", f"must be > 0, got {scale!r}")
     x = as_rational(threshold, "threshold") - as_rational(value, "value")
-    coin = bool(_raw(rng, 1)[0] & np.uint64(1)) and bernoulli_exp_scalar(abs(x) / b, rng)
+    coin = bool(raw_words(rng, 1)[0] & np.uint64(1)) and bernoulli_exp_scalar(abs(x) / b, rng)
     return coin if x > 0 else not coin

@@ -32,7 +32,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from dpmodels.core.samplers import _raw
+from dpmodels.core.samplers import raw_words
 
 __all__ = [
     "level_thresholds",
@@ -152,7 +152,7 @@ def draw_marks(counts, levels, scales, thresholds, rng: np.random.Generator) -> 
     ``counts``.
     """
     group, gammas, above = mark_gammas(counts, levels, scales, thresholds)
-    words = _raw(rng, group.size)
+    words = raw_words(rng, group.size)
     bounds = [tail_bounds(g, a, WORD) for g, a in zip(gammas, above, strict=True)]
     lo = np.array([b[0] for b in bounds], dtype=np.uint64)  # p < 1, so lo < 2^64
     hi_minus_one = np.array([b[1] - 1 for b in bounds], dtype=np.uint64)  # hi >= 1
@@ -168,7 +168,7 @@ def _refine(prefix: int, gamma: Fraction, above: bool, rng) -> bool:
     bits = WORD
     while True:
         bits += WORD
-        prefix = (prefix << WORD) | int(_raw(rng, 1)[0])
+        prefix = (prefix << WORD) | int(raw_words(rng, 1)[0])
         lo, hi = tail_bounds(gamma, above, bits)
         if prefix < lo:  # V < (prefix + 1) 2^-bits <= lo 2^-bits <= p
             return True

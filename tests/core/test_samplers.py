@@ -23,13 +23,13 @@ from dpmodels.core.randomness import (
 )
 from dpmodels.core.samplers import (
     EXACT_LIMIT,
-    _uniform_below_int,
     bernoulli_exp,
     bernoulli_exp_scalar,
     discrete_gaussian,
     discrete_laplace,
     exact_fraction,
     uniform_below,
+    uniform_below_int,
 )
 from dpmodels.core.selection import exact_integer_weights, exponential_mechanism, laplace_exceeds, sample_proportional
 
@@ -209,7 +209,7 @@ def test_tiny_weight_is_located_exactly(monkeypatch):
         seen.append(n)
         return fake.value
 
-    monkeypatch.setattr(selection, "_uniform_below_int", fake)
+    monkeypatch.setattr(selection, "uniform_below_int", fake)
     rng = chacha(0)
     for value, index in ((0, 0), (1, 1), (2**1000, 1)):
         fake.value = value
@@ -255,11 +255,11 @@ def test_huge_totals_follow_the_exact_law():
 def test_uniform_below_int_is_uniform_beyond_int64():
     n = 3 * 2**70
     rng = chacha(11)
-    x = [_uniform_below_int(n, rng) for _ in range(30_000)]
+    x = [uniform_below_int(n, rng) for _ in range(30_000)]
     assert all(0 <= v < n for v in x)
     thirds = np.bincount([v >> 70 for v in x], minlength=3)
     assert len(thirds) == 3 and stats.chisquare(thirds).pvalue > 1e-3
-    assert _uniform_below_int(1, rng) == 0
+    assert uniform_below_int(1, rng) == 0
 
 
 @pytest.mark.parametrize("weights", [[], [1.0, -0.5], [np.nan, 1.0], [0.0, 0.0], [np.inf, 1.0], [[1.0, 2.0]]])
