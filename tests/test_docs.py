@@ -188,7 +188,7 @@ def test_measurements_page_commands_are_valid_commands():
 
 def _dpmodels_commands() -> list[str]:
     lines = [line for page in doc_pages() for block in blocks(page, "bash") for line in block.code.splitlines()]
-    return [line.partition("  # ")[0] for line in lines if line.startswith("dpmodels ")]
+    return list(dict.fromkeys(line.partition("  # ")[0] for line in lines if line.startswith("dpmodels ")))
 
 
 @pytest.mark.parametrize("command", _dpmodels_commands())
