@@ -81,7 +81,8 @@ def highs_run(inst: MDPInstance, method: str, time_limit: float) -> dict:
 
 
 def ipm_run(inst: MDPInstance, time_limit: float, gap: float = 1e-3) -> dict:
-    """``mdp_ipm`` to the certified relative ``gap`` (kernels compiled untimed: :func:`~.ipm.warm_up`)."""
+    """``mdp_ipm`` to the certified relative ``gap`` (kernels compiled untimed by
+    :func:`~dpmodels.metricdp.ipm.warm_up`)."""
     from ..ipm import structured_ipm, warm_up
 
     warm_up()
