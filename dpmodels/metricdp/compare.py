@@ -55,9 +55,29 @@ def compare_mdp(
 ) -> tuple[pd.DataFrame, dict]:
     """One row per method; also returns the Benders histories keyed by method.
 
-    ``max_iter`` caps the iterations of Benders and of the structured IPM (None: their own
-    defaults, 500 and 100) beside ``time_limit`` seconds per method; ``progress`` shows a
-    bar over the methods."""
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    methods : sequence of str
+        Names of :data:`METHODS`.
+    blocks : int
+        Benders' number of blocks.
+    gap : float
+        The certified relative gap of Benders and the structured IPM.
+    time_limit : float, optional
+        Seconds per method (numba's compile of the IPM kernels excluded).
+    seed : int
+        The partitioners' k-means seed.
+    init_cuts : str
+        Benders' initial master rows.
+    executor
+        Where Benders' subproblems run.
+    max_iter : int, optional
+        The iteration cap of Benders and the structured IPM (None: their own, 500 and 100).
+    progress : bool
+        Show a bar over the methods.
+    """
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         raise DataValidationError("methods", f"unknown {unknown}; choose from {list(METHODS)}")
@@ -128,7 +148,17 @@ def _full_lp_row(instance: MDPInstance, method: str, time_limit: float | None, r
 
 
 def partition_table(instance: MDPInstance, blocks: int = 25, seeds: Sequence[int] = (0, 1, 2)) -> pd.DataFrame:
-    """Subproblem and MP-component sizes of the four partitioners (mean and 1.96 sd over seeds)."""
+    """Subproblem and MP-component sizes of the four partitioners (mean and 1.96 sd over seeds).
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    blocks : int
+        The number of blocks.
+    seeds : sequence of int
+        The k-means seeds averaged over.
+    """
     rows = []
     for method in PARTITIONERS:
         if method == "k-m-rec" and instance.features is None:
@@ -148,7 +178,17 @@ def partition_table(instance: MDPInstance, blocks: int = 25, seeds: Sequence[int
 
 
 def privacy_utility(instance: MDPInstance, epsilons: Sequence[float], progress: bool = False) -> pd.DataFrame:
-    """Optimal (LP) and exponential-mechanism expected loss for each epsilon (the paper's Fig. 7)."""
+    """Optimal (LP) and exponential-mechanism expected loss for each epsilon (the paper's Fig. 7).
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    epsilons : sequence of float
+        The privacy levels (per km) to solve at.
+    progress : bool
+        Show a progress bar.
+    """
     rows = []
     for eps in tqdm(epsilons, desc="privacy-utility LPs", disable=not progress):
         inst = instance.with_privacy(epsilon=eps)

@@ -32,7 +32,15 @@ MAX_EXPONENT = 700.0
 
 
 def euclidean_distances(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    """Pairwise Euclidean distances between the rows of ``a`` and of ``b`` (default ``a``)."""
+    """Pairwise Euclidean distances between the rows of ``a`` and of ``b`` (default ``a``).
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        Points, one per row.
+    b : numpy.ndarray, optional
+        Other points (default: ``a``).
+    """
     a = np.asarray(a, dtype=np.float64)
     b = a if b is None else np.asarray(b, dtype=np.float64)
     sq = (a**2).sum(axis=1)[:, None] + (b**2).sum(axis=1)[None, :] - 2 * a @ b.T
@@ -63,7 +71,29 @@ def destination_costs(path_rec_dest: np.ndarray, path_out_dest: np.ndarray, dest
 
 @dataclass(frozen=True, eq=False)
 class MDPInstance:
-    """A perturbation-matrix optimisation instance (spec 2.2), validated on construction."""
+    """A perturbation-matrix optimisation instance (spec 2.2), validated on construction.
+
+    Parameters
+    ----------
+    d_rr : numpy.ndarray
+        Distances between the N records' locations (km): square, symmetric, zero diagonal.
+    cost : numpy.ndarray
+        The utility loss ``c_ik`` of reporting record i as output k (N x K, finite, >= 0).
+    prior : numpy.ndarray
+        The public prior over the records (N, summing to 1).
+    epsilon : float
+        The privacy level per km.
+    eta : float
+        The neighbour radius (km): records within ``eta`` get mDP rows.
+    d_ro : numpy.ndarray, optional
+        Record-output distances (N x K), for the exponential mechanism.
+    features : numpy.ndarray, optional
+        Raw feature vectors of the records (the ``k-m-rec`` partitioner).
+    name : str
+        A label for tables and ledgers.
+    info : dict
+        Other public facts (metric, prior's description, output labels...).
+    """
 
     d_rr: np.ndarray
     cost: np.ndarray
@@ -162,7 +192,19 @@ class MDPInstance:
 
 @dataclass(frozen=True, eq=False)
 class MDPGraph:
-    """The mDP graph: ordered neighbouring pairs (both orientations) with distance and coefficient."""
+    """The mDP graph: ordered neighbouring pairs (both orientations) with distance and coefficient.
+
+    Parameters
+    ----------
+    src, dst : numpy.ndarray
+        The pairs' records, one entry per ordered pair.
+    dist : numpy.ndarray
+        Their distances ``d_ij`` (km).
+    coef : numpy.ndarray
+        ``exp(eps d_ij)``.
+    n : int
+        The number of records.
+    """
 
     src: np.ndarray
     dst: np.ndarray
@@ -199,7 +241,17 @@ class MDPGraph:
 
 @dataclass(frozen=True, eq=False)
 class Partition:
-    """Blocks of a record partition with their boundary and internal records (Def. 3.2)."""
+    """Blocks of a record partition with their boundary and internal records (Def. 3.2).
+
+    Parameters
+    ----------
+    labels : numpy.ndarray
+        Each record's block (``0..M-1``).
+    boundary : tuple of numpy.ndarray
+        Per block, its records with a neighbour in another block (``Y_l``).
+    internal : tuple of numpy.ndarray
+        Per block, its other records (``X_l``).
+    """
 
     labels: np.ndarray
     boundary: tuple[np.ndarray, ...]

@@ -278,7 +278,21 @@ def full_lp(
     include_ub: bool = False,
 ) -> Highs:
     """The full perturbation LP (Eqs. 4-7) as a HiGHS model: the mDP rows, then the row sums
-    (declared as the model's ``simplices``)."""
+    (declared as the model's ``simplices``).
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    graph : MDPGraph, optional
+        The mDP rows' pairs (default: the instance's graph).
+    method : str
+        HiGHS's method: ``"simplex"``, ``"ipm"`` or ``"pdlp"``.
+    time_limit : float, optional
+        Seconds for the solve.
+    include_ub : bool
+        Also bound every ``z <= 1``.
+    """
     g = graph or instance.graph
     n, k = instance.N, instance.K
     index = np.arange(n)

@@ -101,6 +101,22 @@ def optimal_mechanism(
     already repaired; its bound is a weak-duality certificate), or with ``highs`` (its matrix meets
     the mDP rows only to a tolerance, so it is repaired here; its bound is not certified).  A run
     stopped by ``time_limit`` still returns an exactly private incumbent; the status says so.
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The public domain (locations, metric, prior, ``eps`` per km, ``eta``).
+    solver : str
+        One of :data:`SOLVERS`.
+    gap : float
+        The certified relative gap ``mdp_ipm`` stops at.
+    time_limit : float, optional
+        Seconds for the solve.
+
+    Returns
+    -------
+    Mechanism
+        The repaired, audited matrix and how it was obtained.
     """
     from dpmodels.core.facade import solve
 

@@ -68,8 +68,15 @@ def build_full_lp(
     """The full perturbation LP: ``min sum p_i c_ik z_ik`` s.t. mDP rows for every neighbouring
     pair and output, unit measure per record, ``z >= z_min`` (and ``z <= 1`` with ``include_ub``).
 
-    ``mdp_slack`` and ``z_min`` reproduce the reference code's relaxations (spec 12); both are
-    0 by default, and ``mdp_benders`` only solves the exact model.
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    include_ub : bool
+        Also bound every ``z <= 1``.
+    mdp_slack, z_min : float
+        The reference code's relaxations (spec 12); both 0 by default, and ``mdp_benders`` only
+        solves the exact model.
     """
     m = pyo.ConcreteModel(name="mDP perturbation LP")
     m.R = pyo.RangeSet(0, instance.N - 1, doc="secret records")
@@ -103,7 +110,18 @@ def build_master(
     instance: MDPInstance, part: Partition, *, init_cuts: str = "all", max_coeff: float = 1e12, max_rows: int = 200_000
 ) -> pyo.ConcreteModel:
     """The Benders master (Eqs. 9-15): boundary vectors, one ``w_l >= 0`` per block with internal
-    records, mDP rows among boundary records, unit measure, Property-3.2 rows and a ``cuts`` list."""
+    records, mDP rows among boundary records, unit measure, Property-3.2 rows and a ``cuts`` list.
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    part : Partition
+        The records' partition into blocks.
+    init_cuts, max_coeff, max_rows
+        Which Property-3.2 rows start in the master
+        (:func:`~dpmodels.metricdp.benders.master.master_init_cuts`).
+    """
     y = part.all_boundary
     m = pyo.ConcreteModel(name="mDP Benders master")
     m.Y = pyo.Set(initialize=[int(i) for i in y], ordered=True)
@@ -146,6 +164,15 @@ def build_subproblem(instance: MDPInstance, part: Partition, block: int) -> pyo.
 
     Row names follow the dual multipliers: ``alpha`` (internal pairs), ``beta`` (``x_i <=
     exp(eps d) y_j``), ``gamma`` (``y_j <= exp(eps d) x_i``), ``mu`` (unit measure).
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    part : Partition
+        The records' partition into blocks.
+    block : int
+        The block ``l``.
     """
     xx, xy = _block_pairs(instance, part, block)
     m = pyo.ConcreteModel(name=f"mDP Benders subproblem {block}")
@@ -173,7 +200,19 @@ def build_subproblem(instance: MDPInstance, part: Partition, block: int) -> pyo.
 
 def build_subproblem_dual(instance: MDPInstance, part: Partition, block: int, ybar: dict) -> pyo.ConcreteModel:
     """The explicit dual (Eqs. 18-19) at boundary values ``ybar[(j, k)]``: ``max (b - B y) a``
-    s.t. ``A' a <= c``, ``alpha, beta, gamma >= 0``, ``mu`` free."""
+    s.t. ``A' a <= c``, ``alpha, beta, gamma >= 0``, ``mu`` free.
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    part : Partition
+        The records' partition into blocks.
+    block : int
+        The block ``l``.
+    ybar : dict
+        The boundary values, ``(record, output) -> value``.
+    """
     xx, xy = _block_pairs(instance, part, block)
     m = pyo.ConcreteModel(name=f"mDP subproblem {block} dual")
     X = [int(i) for i in part.internal[block]]
@@ -205,7 +244,19 @@ def build_subproblem_dual(instance: MDPInstance, part: Partition, block: int, yb
 
 def build_ray_lp(instance: MDPInstance, part: Partition, block: int, ybar: dict) -> pyo.ConcreteModel:
     """The normalised ray LP (spec 6.6 C1): the dual's rows with right-hand side 0, inequality
-    multipliers summing to at most 1.  A positive optimum certifies infeasibility."""
+    multipliers summing to at most 1.  A positive optimum certifies infeasibility.
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    part : Partition
+        The records' partition into blocks.
+    block : int
+        The block ``l``.
+    ybar : dict
+        The boundary values, ``(record, output) -> value``.
+    """
     m = build_subproblem_dual(instance, part, block, ybar)
     for con in m.dual_rows.values():
         con.set_value((con.lower, con.body, 0.0))
@@ -236,6 +287,15 @@ def perturbation_matrix(model, instance: MDPInstance, *, raw: bool = False) -> n
     meet the mDP rows only to an additive tolerance, and HiGHS leaves entries ``z_ik ~ 1e-8``
     beside a neighbour's ``z_jk = 0`` (an infinite privacy loss).  Use it only to inspect the
     solver's answer.
+
+    Parameters
+    ----------
+    model : pyomo.environ.ConcreteModel
+        A solved :func:`build_full_lp` model.
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    raw : bool
+        The solver's values as loaded (not private).
     """
     z = np.zeros((instance.N, instance.K))
     if len(model.z) != z.size:

@@ -82,8 +82,18 @@ def embedding(instance: MDPInstance, method: str) -> np.ndarray:
 def partition(instance: MDPInstance, method="k-m-DV", M: int = 25, seed=0) -> Partition:
     """A :class:`Partition` from a partitioner name or from given labels (an array).
 
-    ``seed`` (default 0) fixes k-means' starting centres so that a solver run is reproducible;
-    it touches no private data and no released output (see the module docstring).
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    method : str or array_like
+        One of :data:`PARTITIONERS` (``"k-m-DV"``, ``"k-m-rec"``, ``"k-m-adj"``, ``"BSC"``)
+        or one block label per record.
+    M : int
+        The number of blocks asked for (empty clusters are dropped).
+    seed : int
+        k-means' starting centres, so that a solver run is reproducible; it touches no private
+        data and no released output (see the module docstring).
     """
     if not isinstance(method, str):
         return Partition.from_labels(method, instance.graph)

@@ -48,7 +48,15 @@ MARGIN_ROUNDS = 8
 
 
 def expected_loss(instance: MDPInstance, z: np.ndarray) -> float:
-    """``sum_i p_i sum_k c_ik Z[i, k]``: the LP objective of any mechanism."""
+    """``sum_i p_i sum_k c_ik Z[i, k]``: the LP objective of any mechanism.
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    z : array_like
+        A perturbation matrix (N x K).
+    """
     return float((instance.weighted_cost * np.asarray(z)).sum())
 
 
@@ -131,7 +139,15 @@ def _pair_losses(instance: MDPInstance, z: np.ndarray) -> np.ndarray:
 def max_privacy_loss(instance: MDPInstance, z) -> float:
     """``max log(Pr[o_k | r_i] / Pr[o_k | r_j]) / d_ij`` over neighbouring pairs and outputs, in
     the units of eps (eps-mDP iff it is <= eps); ``inf`` when the supports of neighbours differ.
-    A float estimate for reports; :func:`mdp_ratio_failures` is the proof."""
+    A float estimate for reports; :func:`mdp_ratio_failures` is the proof.
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    z : array_like
+        A perturbation matrix (N x K).
+    """
     z = as_matrix(instance, z)
     if instance.graph.n_pairs == 0:
         return 0.0
@@ -151,7 +167,15 @@ def max_mdp_violation(instance: MDPInstance, z) -> float:
 
 
 def is_exactly_mdp(instance: MDPInstance, z) -> bool:
-    """``Z`` is a mechanism (finite, non-negative, no empty row) and every ratio is proven."""
+    """``Z`` is a mechanism (finite, non-negative, no empty row) and every ratio is proven.
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    z : array_like
+        A perturbation matrix (N x K).
+    """
     z = as_matrix(instance, z)
     if not np.isfinite(z).all() or (z < 0).any() or (z.sum(axis=1) <= 0).any():
         return False
@@ -160,7 +184,17 @@ def is_exactly_mdp(instance: MDPInstance, z) -> bool:
 
 def require_exact_mdp(instance: MDPInstance, z, field: str = "z") -> np.ndarray:
     """``Z`` as a float array if :func:`is_exactly_mdp`, else a ``DataValidationError`` naming
-    ``field``: a matrix that is not private is refused, not used."""
+    ``field``: a matrix that is not private is refused, not used.
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    z : array_like
+        A perturbation matrix (N x K).
+    field : str
+        The name the error gives ``z``.
+    """
     arr = as_matrix(instance, z, field)
     if is_exactly_mdp(instance, arr):
         return arr
@@ -213,6 +247,19 @@ def audit(instance: MDPInstance, z: np.ndarray) -> dict:
     <= 1 for a private matrix and ``inf`` when neighbours' supports differ; ``max mDP violation
     (relative)`` is :func:`max_mdp_violation` (0.0 iff exactly mDP); ``mDP ratio failures``
     counts the unproven ratios.
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    z : array_like
+        A perturbation matrix (N x K).
+
+    Returns
+    -------
+    dict
+        ``expected loss``, ``row-sum error``, ``exactly mDP``, ``max privacy loss / eps``,
+        ``max mDP violation (relative)`` and ``mDP ratio failures``.
     """
     return {
         "expected loss": expected_loss(instance, z),
@@ -264,6 +311,18 @@ def repair(instance: MDPInstance, z: np.ndarray) -> tuple[np.ndarray, float]:
     hold after the rounding of the mix and of the row normalisation the sampler applies; the
     result is re-checked by the exact audit and the margin grown until it passes (the uniform
     mechanism, ``t = 1``, always does).  Mixing keeps the loss within ``t`` of the input's.
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    z : array_like
+        Any N x K matrix with finite entries (e.g. an LP solver's point).
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, float)
+        The exactly eps-mDP matrix and ``t``.
     """
     z = _stochastic(instance, z)
     if instance.graph.n_pairs == 0 or is_exactly_mdp(instance, z):

@@ -73,6 +73,27 @@ class MDPRelease:
     the secure generator and the output was not declared not private.  ``ledger`` is the core
     :class:`~dpmodels.core.accounting.PrivacyLedger` (one charge: ``eps`` per km, every record in
     one parallel group); :meth:`to_dict` is the JSON ledger written beside the release.
+
+    Parameters
+    ----------
+    outputs : numpy.ndarray
+        The output index drawn for each record.
+    released : numpy.ndarray
+        The location each output is.
+    mechanism : Mechanism
+        The perturbation matrix used.
+    audit : dict
+        Its exact audit (:func:`~dpmodels.metricdp.privacy_audit.audit`).
+    ledger : PrivacyLedger
+        The release's charge.
+    instance : MDPInstance
+        The public domain.
+    name : str
+        The dataset's name.
+    private : bool
+        Whether the output is private.
+    fallback : int
+        The fallback location of records outside the domain.
     """
 
     outputs: np.ndarray

@@ -56,7 +56,21 @@ def grid_shape(n: int) -> tuple[int, int]:
 # ---------------------------------------------------------------------- one run (in a child)
 def sweep_run(method: str, n: int, epsilon: float, time_limit: float, seed: int = 0) -> dict:
     """Build the N-record grid and run ``method`` on it in this process; seconds, peak memory,
-    certified bounds and the seconds at which each stopping rule was met."""
+    certified bounds and the seconds at which each stopping rule was met.
+
+    Parameters
+    ----------
+    method : str
+        One of :data:`SWEEP_METHODS`.
+    n : int
+        The number of records (the grid's shape: :func:`grid_shape`).
+    epsilon : float
+        The privacy level per km.
+    time_limit : float
+        Seconds for the run.
+    seed : int
+        The grid generator's seed (public outputs and cost destinations).
+    """
     import dpmodels.instances as instances
 
     rows, cols = grid_shape(n)
@@ -157,7 +171,13 @@ def sweep_table(runs: list[dict]) -> pd.DataFrame:
     """One row per (epsilon, N, method): the medians over its runs of seconds, peak memory,
     certified gaps and, per rule, the seconds to meet it (a rule met in fewer than half the runs
     has no median: not met), the seconds' range, and the ratio to HiGHS simplex's (same epsilon
-    and N) under the same rule."""
+    and N) under the same rule.
+
+    Parameters
+    ----------
+    runs : list of dict
+        Rows returned by :func:`sweep_run`.
+    """
     frame = pd.DataFrame(runs)
     for col in MEASURED:
         if col not in frame:

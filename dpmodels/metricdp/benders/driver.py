@@ -36,7 +36,17 @@ RECOVERY_MODES = ("segment", "none")
 
 @dataclass
 class BendersResult:
-    """Incumbent perturbation matrix, bounds, status and the per-iteration history."""
+    """Incumbent perturbation matrix, bounds, status and the per-iteration history.
+
+    Attributes
+    ----------
+    z : numpy.ndarray or None
+        The best exactly eps-mDP matrix found (its loss is ``upper_bound``).
+    upper_bound, lower_bound : float
+        The certified bounds on the LP's optimum.
+    status : str
+        Why the loop stopped.
+    """
 
     z: np.ndarray | None
     lower_bound: float
@@ -143,6 +153,37 @@ def benders(
     certified gap ended at 0.26% after 500 iterations; with it 1e-3 closed at iteration 2.
     ``"segment"`` is the default here and in the ``mdp_benders`` plugin; ``"none"`` is the paper's
     method, which keeps only the separation point's mechanism.
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    part : Partition
+        The records' blocks (:func:`~dpmodels.metricdp.partition.partition`).
+    gap, gap_type : float, str
+        The stopping gap and whether it is ``"absolute"`` or ``"relative"``.
+    max_iter : int
+        The iteration cap.
+    time_limit : float, optional
+        Seconds from the start of the setup.
+    init_cuts, max_coeff, max_init_rows
+        The master's Property-3.2 rows (``"lazy"``, ``"all"``...; see
+        :func:`~dpmodels.metricdp.benders.master.master_init_cuts`).
+    opt_tol : float
+        The violation below which a cut is not added.
+    stabilize : float
+        The in-out weight of the master's point (1: unstabilised).
+    recovery : str
+        ``"segment"`` or ``"none"``.
+    executor
+        Where the subproblems of an iteration run (:mod:`dpmodels.core.executors`).
+    progress : bool
+        Show a progress bar.
+
+    Returns
+    -------
+    BendersResult
+        The repaired incumbent, both certified bounds, the status and the history.
     """
     _check(instance, gap_type, stabilize, recovery)
     run = _setup(instance, part, gap, gap_type, init_cuts, max_coeff, max_init_rows, opt_tol, stabilize, recovery)

@@ -72,6 +72,15 @@ class IPMResult:
     so ``C_hat + G'u - row_duals >= 0`` (dual feasibility of the full LP) and ``row_duals.sum()``
     is ``lower_bound`` (before an iteration improves it: ``u = 0``, the assignment bound).
     ``info["compile s"]``: the seconds :func:`warm_up` took before the clock started (0 once warm).
+
+    Attributes
+    ----------
+    z : numpy.ndarray or None
+        The best exactly eps-mDP matrix found (its loss is ``upper_bound``).
+    upper_bound, lower_bound : float
+        The certified bounds on the LP's optimum.
+    status : str
+        Why the iterations stopped.
     """
 
     z: np.ndarray | None
@@ -144,6 +153,30 @@ def structured_ipm(
     history of both bounds per iteration.  ``system`` picks the Newton system: ``"band"``,
     ``"dense"`` or ``"auto"`` (:func:`~dpmodels.metricdp.ipm.linalg.newton_system`).
     ``time_limit`` is checked between iterations and counts from after :func:`warm_up`.
+
+    Parameters
+    ----------
+    instance : MDPInstance
+        The instance (records, outputs, metric, prior, ``eps`` per km, ``eta``).
+    gap : float
+        The certified relative gap to stop at, in ``[0, 1)``.
+    max_iter : int
+        The iteration cap.
+    time_limit : float, optional
+        Seconds for the iterations.
+    presolve : bool
+        Leave out the pairs whose rows are implied by two-hop paths.
+    step_frac : float
+        The fraction of the longest feasible step taken.
+    progress : bool
+        Show a progress bar.
+    system : str
+        ``"band"``, ``"dense"`` or ``"auto"``.
+
+    Returns
+    -------
+    IPMResult
+        The repaired incumbent, both certified bounds and their certificate, status and history.
     """
     if not 0 <= gap < 1:
         raise DataValidationError("gap", f"must be in [0, 1), got {gap!r}")
