@@ -43,8 +43,27 @@ def compare_mechanisms(
 ) -> pd.DataFrame:
     """One row per (mechanism, epsilon, run) with per-level L1 errors, violations and times.
 
-    ``options`` maps a mechanism name to keyword options of its post-processing (e.g.
-    ``{"M_H^r": {"solver": "highs"}}``).
+    Parameters
+    ----------
+    data : GroupSizeData
+        The true group sizes.
+    epsilons : sequence
+        The budgets compared.
+    runs : int
+        Runs per epsilon; runs sharing ``(epsilon, run)`` share their noise per measurement kind.
+    mechanisms : sequence of str
+        Names of :data:`~dpmodels.pgsr.postprocessing.MECHANISMS`.
+    seed : int
+        The noise's seed (a comparison is an experiment, not a release).
+    options : dict, optional
+        Mechanism name -> keyword options of its post-processing (e.g.
+        ``{"M_H^r": {"solver": "highs"}}``).
+    calibration : str
+        ``"sound"`` or the paper's ``"paper"`` (the chain only).
+    executor
+        Where the ``(epsilon, run)`` tasks run (:mod:`dpmodels.core.executors`).
+    progress : bool
+        Show a progress bar.
     """
     options = dict(options or {})
     for name in mechanisms:
@@ -102,7 +121,13 @@ def _run_task(task) -> list[dict]:
 
 
 def table7(runs: pd.DataFrame) -> pd.DataFrame:
-    """Mean per-level L1 error, #CV, objective and time per (epsilon, mechanism), as in Table 7."""
+    """Mean per-level L1 error, #CV, objective and time per (epsilon, mechanism), as in Table 7.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        The rows of :func:`compare_mechanisms` (or :func:`~dpmodels.pgsr.table7.compare_shapes`).
+    """
     level_cols = [c for c in runs.columns if c.startswith("L1 level")]
     agg = runs.groupby(["epsilon", "mechanism"], sort=False)
     out = agg[level_cols + ["L1 total", "#CV", "#faithfulness", "objective", "seconds"]].mean()
@@ -117,7 +142,13 @@ def table7(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def format_table7(table: pd.DataFrame) -> str:
-    """Printable Table 7: one line per (epsilon, mechanism)."""
+    """Printable Table 7: one line per (epsilon, mechanism).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The result of :func:`table7`.
+    """
     shown = table.copy()
     for col in shown.columns:
         if col.startswith("L1") or col in ("objective",):
@@ -136,6 +167,15 @@ def plot_comparison(runs: pd.DataFrame, path: str | None = None, title: str = ""
     The error panels mark their ceiling when ``runs`` has a ``G`` column: a faithful release
     whose groups share nothing with the truth is ``2G`` off at each level, ``2G L`` in total.
     Writes ``path`` (PNG, PDF or SVG by its suffix) when given; returns the figure.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        The rows of :func:`compare_mechanisms` (or :func:`~dpmodels.pgsr.table7.compare_shapes`).
+    path : str, optional
+        Where to save the figure.
+    title : str
+        The figure's title.
     """
     from dpmodels.core.figures import figure_style, new_figure, save_figure, shared_legend
 

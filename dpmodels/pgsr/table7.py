@@ -107,7 +107,19 @@ def compare_shapes(
     ``shape`` column.  A mechanism that solves a Pyomo model on a generic solver
     (:data:`GENERIC_SOLVER`, unless its ``solver`` option works on the plain data) on a data set
     with more than ``qp_max_cells`` cells (regions x sizes) is not run: it gets one row per
-    epsilon whose status says so, and the table shows it instead of dropping it."""
+    epsilon whose status says so, and the table shows it instead of dropping it.
+
+    Parameters
+    ----------
+    datasets : dict of str to GroupSizeData
+        Shape name -> data (e.g. the census and taxi stand-ins of :data:`TABLE7_SHAPES`).
+    epsilons, runs, mechanisms, options
+        As in :func:`~dpmodels.pgsr.compare.compare_mechanisms`.
+    qp_max_cells : int, optional
+        The largest shape on which the generic-solver mechanisms run (None: no limit).
+    **compare_options
+        Further options of :func:`~dpmodels.pgsr.compare.compare_mechanisms`.
+    """
     options = dict(options or {})
     frames = []
     for name, data in datasets.items():
@@ -147,7 +159,13 @@ def _with_placeholders(frame: pd.DataFrame, skipped, epsilons, reason: str, leve
 
 def paper_table7(runs: pd.DataFrame) -> pd.DataFrame:
     """Rows (shape, epsilon, mechanism): our mean L1 per level and #CV in the paper's units, the
-    paper's numbers beside them (NaN where the paper has none), seconds and status."""
+    paper's numbers beside them (NaN where the paper has none), seconds and status.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        The rows of :func:`compare_shapes`.
+    """
     paper = _paper_frame()
     parts = []
     for name, group in runs.groupby("shape", sort=False):
@@ -178,7 +196,13 @@ def _paper_frame() -> pd.DataFrame:
 
 def format_paper_table7(table: pd.DataFrame) -> str:
     """Table 7's layout: rows (epsilon, mechanism), per shape L1 Lev 1-3 and #CV as
-    ``ours (paper)``; a mechanism that did not run shows why instead."""
+    ``ours (paper)``; a mechanism that did not run shows why instead.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The result of :func:`paper_table7`.
+    """
     blocks = []
     for name in dict.fromkeys(table["shape"]):
         shape = TABLE7_SHAPES[name]
@@ -276,7 +300,15 @@ def plot_figures(runs: pd.DataFrame, path: str | None = None):
     ``2G L`` of the error marked when ``runs`` has a ``G`` column.
 
     Writes ``path`` (PNG, PDF or SVG by its suffix) when given; returns the figure (e.g. to show
-    in a notebook)."""
+    in a notebook).
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        The rows of :func:`compare_shapes`.
+    path : str, optional
+        Where to save the figure.
+    """
     from dpmodels.core.figures import figure_style, new_figure, save_figure, shared_legend
 
     shapes = [s for s in TABLE7_SHAPES if s in set(runs["shape"])]
