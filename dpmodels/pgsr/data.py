@@ -324,12 +324,6 @@ class GroupSizeData:
 class NoisyGroupSizes:
     """Noisy values in the (regions, sizes) layout plus the public ``hierarchy`` and ``G``.
 
-    ``kind`` says what the values estimate: group-size counts ``n``, per-region cumulative
-    counts ``(+)n``, or chain-cumulative values.  ``level_scales`` are the public noise
-    scales per level, used to size truncated domains.  ``info`` holds the measurement's
-    other public facts (``epsilon``, ``calibration``, the declared ``z_max`` and the neighbour
-    relation the budget refers to).
-
     Parameters
     ----------
     hierarchy : Hierarchy
@@ -339,11 +333,13 @@ class NoisyGroupSizes:
     G : int
         The public number of groups (the root's total).
     kind : str
-        ``"counts"``, ``"cumulative"`` or ``"chain"``.
+        What the values estimate: group-size counts ``n`` (``"counts"``), per-region cumulative
+        counts ``(+)n`` (``"cumulative"``) or chain-cumulative values (``"chain"``).
     level_scales : tuple of Fraction, optional
-        The noise scale of each level (None: not measured, e.g. hand-made values).
+        The public noise scale of each level, which sizes truncated domains (None: not measured).
     info : dict
-        The measurement's other public facts.
+        The measurement's other public facts (``epsilon``, ``calibration``, the declared
+        ``z_max`` and the neighbour relation the budget refers to).
     """
 
     hierarchy: Hierarchy
