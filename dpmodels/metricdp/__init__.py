@@ -2,26 +2,23 @@
 
 The folder, by what each module holds (the same names mean the same thing in every family):
 
-=====================  ===========================================================================
-``data``               the validated inputs: :class:`MDPInstance` (the public domain: locations,
-                       metric, prior, ``eps`` per km, ``eta``), its mDP graph and partitions
-``models``             the Pyomo builders ``build_*`` (the full LP, the Benders master and
-                       subproblems), registered
-``mechanism``          the privacy mechanisms: the optimal and the exponential perturbation
-                       matrices, and :func:`perturb` / :func:`sample_outputs`, the draw of each
-                       record's output with its ledger
-``privacy_audit``      the exact ratio audit and the repair that makes any matrix exactly eps-mDP
-``release``            the end-to-end local release from the declared domain (:func:`release`);
-                       ``outside``: the fallback location of records outside the domain
-``commands``           the family's ``dpmodels`` commands (``release_command``: ``release mdp``)
-``lp``                 the same LPs in matrix form for HiGHS, and certified bounds from any duals
-``benders/``           Benders decomposition over a record partition (:func:`benders`)
-``ipm/``               the structured interior point (:func:`structured_ipm`)
-``partition``          the four partitioners of the paper (k-means on different embeddings)
-``compare``            the methods side by side, the partition table, privacy vs utility
-``bench/``             ``dpmodels bench mdp``: the paper-scale grid, runtime against N (Fig. 6),
-                       one certified run of a method
-=====================  ===========================================================================
+* ``data``: the validated inputs: :class:`MDPInstance` (the public domain: locations, metric, prior,
+  ``eps`` per km, ``eta``), its mDP graph and partitions
+* ``models``: the Pyomo builders ``build_*`` (the full LP, the Benders master and subproblems),
+  registered
+* ``mechanism``: the privacy mechanisms: the optimal and the exponential perturbation matrices, and
+  :func:`perturb` / :func:`sample_outputs`, the draw of each record's output with its ledger
+* ``privacy_audit``: the exact ratio audit and the repair that makes any matrix exactly eps-mDP
+* ``release``: the end-to-end local release from the declared domain (:func:`release`); ``outside``:
+  the fallback location of records outside the domain
+* ``commands``: the family's ``dpmodels`` commands (``release_command``: ``release mdp``)
+* ``lp``: the same LPs in matrix form for HiGHS, and certified bounds from any duals
+* ``benders/``: Benders decomposition over a record partition (:func:`benders`)
+* ``ipm/``: the structured interior point (:func:`structured_ipm`)
+* ``partition``: the four partitioners of the paper (k-means on different embeddings)
+* ``compare``: the methods side by side, the partition table, privacy vs utility
+* ``bench/``: ``dpmodels bench mdp``: the paper-scale grid, runtime against N (Fig. 6), one
+  certified run of a method
 
 Every name below is imported on first use (:mod:`dpmodels.core.lazy`), so importing the family
 (or its ``commands``) does not import numpy, scipy or Pyomo.

@@ -2,25 +2,25 @@
 
 The folder, by what each module holds (the same names mean the same thing in every family):
 
-=====================  ===========================================================================
-``data``               the validated inputs: :class:`GroupSizeData` (the sensitive truth),
-                       :class:`NoisyGroupSizes` (all a post-processing may see) and transforms
-``models``             the Pyomo builders ``build_*`` (Models 1-4, A2, the chord MILP), registered
-``mechanism``          the privacy mechanism: :func:`measure` draws the noisy values and records
-                       the ledger; :func:`run_mechanism` measures and post-processes
-``postprocessing``     what each named mechanism (:data:`MECHANISMS`) does with its noisy values
-``release``            the end-to-end private release from declared facts (:func:`release`)
-``commands``           the family's ``dpmodels`` commands (``release_command``: ``release pgsr``)
-``algorithms/``        the exact and relaxed solvers the structure plugins run (table DP, windows,
-                       chain DP, PAVA, Algorithm 2, the relaxation, the TopDown baseline)
-``domains``            variable domains per cell, truncation and infeasibility proofs
-``bounding``           the stated contribution-bounding rules (records -> group sizes)
-``sensitivity``        the neighbour relation and the measurements' L1 sensitivities
-``footprint``          the memory a release needs, from its declared sizes
-``compare``            repeated mechanism runs and Table 7 (``table7``: the paper's two shapes)
-``bench/``             ``dpmodels bench pgsr``: the Figure 7 sweep and the census-scale part
-``warmup``             compiles every kernel before anything is timed
-=====================  ===========================================================================
+* ``data``: the validated inputs: :class:`GroupSizeData` (the sensitive truth),
+  :class:`NoisyGroupSizes` (all a post-processing may see) and transforms
+* ``models``: the Pyomo builders ``build_*`` (Models 1-4, A2, the chord MILP), registered;
+  ``cumulative_models``: Models 2, A2 and 3; ``model_parts``: their shared blocks and the solution
+  readers
+* ``mechanism``: the privacy mechanism: :func:`measure` draws the noisy values and records the
+  ledger; :func:`run_mechanism` measures and post-processes
+* ``postprocessing``: what each named mechanism (:data:`MECHANISMS`) does with its noisy values
+* ``release``: the end-to-end private release from declared facts (:func:`release`)
+* ``commands``: the family's ``dpmodels`` commands (``release_command``: ``release pgsr``)
+* ``algorithms/``: the exact and relaxed solvers the structure plugins run (table DP, windows, chain
+  DP, PAVA, Algorithm 2, the relaxation, the TopDown baseline)
+* ``domains``: variable domains per cell, truncation and infeasibility proofs
+* ``bounding``: the stated contribution-bounding rules (records -> group sizes)
+* ``sensitivity``: the neighbour relation and the measurements' L1 sensitivities
+* ``footprint``: the memory a release needs, from its declared sizes
+* ``compare``: repeated mechanism runs and Table 7 (``table7``: the paper's two shapes)
+* ``bench/``: ``dpmodels bench pgsr``: the Figure 7 sweep and the census-scale part
+* ``warmup``: compiles every kernel before anything is timed
 
 Every name below is imported on first use (:mod:`dpmodels.core.lazy`), so importing the family
 (or its ``commands``) does not import numpy, pandas or Pyomo.

@@ -1,14 +1,10 @@
 """``dpmodels bench mdp``: the methods on the perturbation LP, certified and timed (issue 15).
 
-=================  ===============================================================================
-module             contents
-=================  ===============================================================================
-``paper_scale``    :func:`run_bench`: full LP, structured IPM and Benders on the paper-scale grid
-                   beside the paper's Tables 3-4
-``sweep``          ``--sweep-n``: runtime against N (the paper's Fig. 6), one child process per run
-``runs``           one measured run of a method, certified the same way for every method, and the
-                   seconds at which it met each stopping rule
-=================  ===============================================================================
+* ``paper_scale``: :func:`run_bench`: full LP, structured IPM and Benders on the paper-scale grid
+  beside the paper's Tables 3-4
+* ``sweep``: ``--sweep-n``: runtime against N (the paper's Fig. 6), one child process per run
+* ``runs``: one measured run of a method, certified the same way for every method, and the seconds
+  at which it met each stopping rule
 """
 
 from .paper_scale import PAPER_TABLE3_SECONDS, PAPER_TABLE4, bench_rows, run_bench

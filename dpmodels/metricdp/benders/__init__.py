@@ -1,15 +1,11 @@
 """Benders decomposition of the perturbation LP over a record partition (spec 5-6).
 
-==================  ==============================================================================
-module              contents
-==================  ==============================================================================
-``driver``          :func:`benders`: the loop (master, stabilised separation, cuts, recovery) and
-                    :class:`BendersResult`
-``master``          the master over the boundary records on a persistent HiGHS model, its initial
-                    rows and its certified bound
-``subproblems``     one LP per block given the boundary values, and the cut each solve returns
-``recovery``        exactly eps-mDP mechanisms near the master's point (the certified upper bounds)
-==================  ==============================================================================
+* ``driver``: :func:`benders`: the loop (master, stabilised separation, cuts, recovery) and
+  :class:`BendersResult`
+* ``master``: the master over the boundary records on a persistent HiGHS model, its initial rows and
+  its certified bound
+* ``subproblems``: one LP per block given the boundary values, and the cut each solve returns
+* ``recovery``: exactly eps-mDP mechanisms near the master's point (the certified upper bounds)
 
 The ``mdp_benders`` plugin (``solvers/mdp_benders.py``) runs :func:`benders` on the Pyomo model of
 :func:`~dpmodels.metricdp.models.build_full_lp`; the records' partition is

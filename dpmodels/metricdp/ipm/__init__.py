@@ -1,16 +1,11 @@
 """The structured interior point of the perturbation LP: block-angular by outputs (issue 15).
 
-==============  ==================================================================================
-module          contents
-==============  ==================================================================================
-``driver``      :func:`structured_ipm` (the iterations, certified bounds every iteration, the
-                presolve of implied pairs) and :func:`warm_up` (compiles the kernels before any
-                clock starts)
-``linalg``      the Newton systems, one sparse N x N block per output: dense or banded
-``band``        the compiled (numba) kernels of the banded blocks
-``step``        one Mehrotra predictor-corrector step with Gondzio correctors
-``recovery``    an interior iterate purified into a near-vertex mechanism (the upper bounds)
-==============  ==================================================================================
+* ``driver``: :func:`structured_ipm` (the iterations, certified bounds every iteration, the presolve
+  of implied pairs) and :func:`warm_up` (compiles the kernels before any clock starts)
+* ``linalg``: the Newton systems, one sparse N x N block per output: dense or banded
+* ``band``: the compiled (numba) kernels of the banded blocks
+* ``step``: one Mehrotra predictor-corrector step with Gondzio correctors
+* ``recovery``: an interior iterate purified into a near-vertex mechanism (the upper bounds)
 
 The ``mdp_ipm`` plugin (``solvers/mdp_ipm.py``) runs :func:`structured_ipm` on the Pyomo model of
 :func:`~dpmodels.metricdp.models.build_full_lp`.

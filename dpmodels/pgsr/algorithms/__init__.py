@@ -5,20 +5,16 @@ only) and returns integral, consistent counts (or, for the relaxation, the relax
 The structure plugins in ``solvers/`` (``pgsr_dp``, ``pgsr_dp_op``, ``pgsr_chain``,
 ``isotonic_pava``, ``pgsr_cdp``, ``pgsr_relax``) are short adapters that run them on Pyomo models.
 
-=====================  ============================================================================
-module                 contents
-=====================  ============================================================================
-``hierarchical``       M_H^dp: Model 1 by the table DP with TableMerge (:func:`solve_hierarchical`)
-``window``             exact Model 1 on any domain from windows around the relaxation
-                       (:func:`solve_exact`, the default of M_H^dp)
-``relaxation``         Model 1-R by demand functions (:func:`relaxed_values`)
-``op``                 M_dp^OP: the same DP with one Model 4 solve per table entry
-``cumulative``         Model A2 by PAVA (:func:`solve_isotonic`) and Algorithm 2 (M_c^dp)
-``chain``              M_c^ch: the corrected Model 3 by the chain DP or PAVA (:func:`solve_chain`)
-``topdown_baseline``   the paper's TopDown baseline: simplex projections and roundings, top down
-``kernels``            the compiled (numba) loops of the table DPs, PAVA and the exchange search
-``relax_kernels``      the compiled demand functions of the relaxation
-=====================  ============================================================================
+* ``hierarchical``: M_H^dp: Model 1 by the table DP with TableMerge (:func:`solve_hierarchical`)
+* ``window``: exact Model 1 on any domain from windows around the relaxation (:func:`solve_exact`,
+  the default of M_H^dp)
+* ``relaxation``: Model 1-R by demand functions (:func:`relaxed_values`)
+* ``op``: M_dp^OP: the same DP with one Model 4 solve per table entry
+* ``cumulative``: Model A2 by PAVA (:func:`solve_isotonic`) and Algorithm 2 (M_c^dp)
+* ``chain``: M_c^ch: the corrected Model 3 by the chain DP or PAVA (:func:`solve_chain`)
+* ``topdown_baseline``: the paper's TopDown baseline: simplex projections and roundings, top down
+* ``kernels``: the compiled (numba) loops of the table DPs, PAVA and the exchange search
+* ``relax_kernels``: the compiled demand functions of the relaxation
 """
 
 from .chain import TABLE_BUDGET, ChainSolution, chain_tables, solve_chain
