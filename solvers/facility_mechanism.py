@@ -25,7 +25,8 @@ from pyomo.common.config import In, PositiveFloat
 from dpmodels.core.errors import ModelStructureError, PrivacyParameterError
 from dpmodels.facility.data import HSTInstance, UFLInstance, check_epsilon
 from dpmodels.facility.general_metric import dp_ufl_general
-from dpmodels.facility.mechanism import BASELINES, run_tree, true_label
+from dpmodels.facility.mechanism import BASELINES, run_tree
+from dpmodels.facility.results import true_label
 
 from .base import Option, StructureSolver, converged
 
@@ -60,7 +61,7 @@ class FacilityMechanismSolver(StructureSolver):
 
     @classmethod
     def run(cls, payload, options, controls):
-        """The mechanism's run: a :class:`~dpmodels.facility.mechanism.TreeRun` on an HST instance,
+        """The mechanism's run: a :class:`~dpmodels.facility.results.TreeRun` on an HST instance,
         a :class:`~dpmodels.facility.general_metric.PipelineReport` on a general metric."""
         if options.epsilon is None:
             raise PrivacyParameterError("epsilon", "facility_mechanism needs a privacy budget: solve(..., epsilon=...)")

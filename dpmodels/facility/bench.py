@@ -24,7 +24,7 @@ def bench_pipeline(n: int = 100_000, epsilon: float = 1.0, f: float = 0.01, seed
 
     from .frt import frt_embedding
     from .general_metric import dp_ufl_general
-    from .mechanism import true_label
+    from .results import true_label
 
     inst = instances.generate("facility/plane", seed=seed, n=n, f=f, dense=False)
     tick = time.perf_counter()

@@ -27,8 +27,9 @@ from dpmodels.core.noise import make_rng
 from .data import UFLInstance, check_epsilon
 from .frt import measured_stretch
 from .general_metric import dp_ufl_general
-from .mechanism import BASELINES, run_tree, true_label
+from .mechanism import BASELINES, run_tree
 from .models import build_ufl_mip, solve_reference
+from .results import true_label
 
 __all__ = ["compare_facility", "stretch_table", "lower_bound_table", "plot_compare"]
 

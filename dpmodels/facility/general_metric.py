@@ -23,7 +23,8 @@ from dpmodels.core.noise import make_rng
 
 from .data import HST, HSTInstance, UFLInstance, check_epsilon, check_lambda
 from .frt import Embedding, frt_embedding
-from .mechanism import TreeRelease, TreeRun, run_tree, true_label
+from .mechanism import run_tree
+from .results import TreeRelease, TreeRun, true_label
 
 __all__ = ["PipelineDiagnostics", "PipelineReport", "dp_ufl_general"]
 

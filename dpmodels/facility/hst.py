@@ -18,6 +18,7 @@ from dpmodels.core.errors import DataValidationError
 from .data import HST
 
 __all__ = [
+    "NO_NODE",
     "subtree_counts",
     "lca",
     "node_distance",
@@ -33,7 +34,8 @@ __all__ = [
 
 #: Relative tolerance of distance ties in the closest-facility rule (spec 3.5, A3).
 TIE_TOL = 1e-9
-_BIG = np.iinfo(np.int64).max
+#: A node id above every real one: where a minimum over node ids starts (and "no node" if it stays).
+NO_NODE = np.iinfo(np.int64).max
 
 
 # ------------------------------------------------------------------------------------------ basics
@@ -125,7 +127,7 @@ def pad(tree: HST, depth: int) -> HST:
 
 def rep(tree: HST) -> np.ndarray:
     """Spec 3.2: the data-independent representative leaf of every node, the smallest leaf id below it."""
-    out = np.full(tree.n_nodes, _BIG, dtype=np.int64)
+    out = np.full(tree.n_nodes, NO_NODE, dtype=np.int64)
     out[tree.leaf_node] = tree.leaf_node
     for lvl in range(tree.L):
         nodes = tree.by_level[lvl]
@@ -155,7 +157,7 @@ def nearest_in(tree: HST, sites) -> tuple[np.ndarray, np.ndarray]:
     if not mask.any():
         raise DataValidationError("sites", "the site set R is empty: no client can be served")
     dist = np.where(mask, 0.0, np.inf)
-    ident = np.where(mask, np.arange(tree.n_nodes), _BIG)
+    ident = np.where(mask, np.arange(tree.n_nodes), NO_NODE)
     lam = tree.lam
     for lvl in range(1, tree.L + 1):
         kids = tree.by_level[lvl - 1]
@@ -165,7 +167,7 @@ def nearest_in(tree: HST, sites) -> tuple[np.ndarray, np.ndarray]:
         np.minimum.at(gmin, par, cand)
         scale = np.maximum(np.where(np.isfinite(gmin[par]), gmin[par], 1.0), 1.0)
         elig = (cand <= gmin[par] + TIE_TOL * scale) & np.isfinite(cand)
-        gid = np.full(tree.n_nodes, _BIG, dtype=np.int64)
+        gid = np.full(tree.n_nodes, NO_NODE, dtype=np.int64)
         np.minimum.at(gid, par[elig], ident[kids][elig])
         nodes = tree.by_level[lvl]
         open_ = ~mask[nodes]

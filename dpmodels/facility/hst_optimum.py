@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .data import HST, HSTInstance
-from .hst import _BIG, subtree_counts
+from .hst import NO_NODE, subtree_counts
 
 __all__ = ["lb9", "TreeDPResult", "tree_dp"]
 
@@ -100,7 +100,7 @@ def tree_dp(instance: HSTInstance) -> TreeDPResult:
         np.minimum.at(best, par, cand)
         # argmin child per (parent, j): smallest child id among exact minimisers
         is_min = cand == best[par]
-        arg = np.full((m, L + 2), _BIG, dtype=np.int64)
+        arg = np.full((m, L + 2), NO_NODE, dtype=np.int64)
         rows, cols = np.nonzero(is_min)
         np.minimum.at(arg, (par[rows], cols), kids[rows])
         nodes = tree.by_level[lvl]

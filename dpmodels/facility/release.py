@@ -39,7 +39,9 @@ from .data import HSTInstance, UFLInstance, check_lambda
 from .frt import RADIUS_MODES
 from .general_metric import dp_ufl_general
 from .hst import rep
-from .mechanism import SITE_MODES, TreeRelease, TreeRun, run_tree
+from .mechanism import run_tree
+from .results import TreeRelease, TreeRun
+from .serving import check_sites
 
 __all__ = [
     "MARK_NOISE",
@@ -66,7 +68,7 @@ COUNT_CAP = 2**40
 class FacilityRelease:
     """What a facility release publishes, nothing computed from the counts but R.
 
-    ``tree`` is the tree run's :class:`~.mechanism.TreeRelease` (T, R, ε, L', scales, ε used,
+    ``tree`` is the tree run's :class:`~.results.TreeRelease` (T, R, ε, L', scales, ε used,
     randomness); ``scale`` the public ``d_min`` of the embedding (original distance = scale x
     tree distance; 1 on an HST instance); ``facilities`` the location ``rep(u)`` of every
     ``u`` in R, in R's order (post-processing of (T, R): where a candidate opens in the default
@@ -108,13 +110,12 @@ def release(
     radius_mode
         The FRT radii (:data:`~dpmodels.facility.frt.RADIUS_MODES`).
     sites
-        Where facilities open on an HST instance (:data:`~dpmodels.facility.mechanism.SITE_MODES`).
+        Where facilities open on an HST instance (:data:`~dpmodels.facility.serving.SITE_MODES`).
     """
     lam = check_lambda(lam, "lam")
     if radius_mode not in RADIUS_MODES:
         raise DataValidationError("radius_mode", f"must be one of {RADIUS_MODES}, got {radius_mode!r}")
-    if sites not in SITE_MODES:
-        raise DataValidationError("sites", f"must be one of {SITE_MODES}, got {sites!r}")
+    check_sites(sites)
     return session.run("facility Algorithm 2 (DP-UFL-tree)", _mechanism(lam, radius_mode, sites), epsilon)
 
 

@@ -31,22 +31,17 @@ from dpmodels.facility.marks import (
     level_thresholds,
     tail_bounds,
 )
-from dpmodels.facility.mechanism import (
-    NO_RANDOMNESS,
-    _log_tail,
-    algorithm1,
-    epsilon_used,
-    noise_scales,
-    run_tree,
-)
+from dpmodels.facility.mechanism import algorithm1, epsilon_used, noise_scales, run_tree
+from dpmodels.facility.privacy_audit import log_tails
+from dpmodels.facility.results import NO_RANDOMNESS
 
 
 def exact_probabilities(run, instance):
-    """``p_u`` of every noisy node of ``run`` from the spec formula (the oracle's ``_log_tail``)."""
+    """``p_u`` of every noisy node of ``run`` from the spec formula (the oracle's ``log_tails``)."""
     noisy = np.flatnonzero(run.tree.level < run.lprime)
     lvl = run.tree.level[noisy]
     x = instance.f / instance.tree.lam ** lvl.astype(float) - subtree_counts(run.tree, instance.N)[noisy]
-    log_p, _ = _log_tail(x, run.scales[lvl])
+    log_p, _ = log_tails(x, run.scales[lvl])
     return noisy, np.exp(log_p)
 
 
@@ -73,7 +68,7 @@ def test_draw_marks_matches_laplace_exceeds_on_one_node():
     """The vectorised draw and the core scalar sampler have the same law (x > 0, x = 0, x < 0)."""
     n, threshold, scale = 6000, Fraction(3), 1.5
     for count in (0, 3, 5):
-        p = float(np.exp(_log_tail(np.array([3.0 - count]), np.array([scale]))[0][0]))
+        p = float(np.exp(log_tails(np.array([3.0 - count]), np.array([scale]))[0][0]))
         ours = draw_marks(np.full(n, count), np.zeros(n, int), [scale], [threshold], np.random.default_rng(count))
         core = np.random.default_rng(count + 10)
         theirs = sum(laplace_exceeds(count, scale, threshold, core) for _ in range(n))

@@ -22,11 +22,11 @@ from dpmodels.facility.mechanism import (
     epsilon_used,
     noise_constant,
     noise_scales,
-    privacy_loss_exact,
     robust_lprime,
     run_tree,
 )
 from dpmodels.facility.models import build_tree_model, build_ufl_mip, open_sites
+from dpmodels.facility.privacy_audit import privacy_loss_exact
 
 seeds = st.integers(0, 10_000)
 A_IDS = {"r": 0, "a": 1, "b": 2, "a1": 3, "a2": 4, "b1": 5, "b2": 6, "l1": 7, "l3": 9, "l8": 14}

@@ -33,7 +33,7 @@ from dpmodels.facility.frt import frt_embedding
 from dpmodels.facility.general_metric import dp_ufl_general
 from dpmodels.facility.hst import is_antichain
 from dpmodels.facility.marks import exact_spend
-from dpmodels.facility.mechanism import TreeRelease, algorithm2, run_tree
+from dpmodels.facility.mechanism import algorithm2, run_tree
 from dpmodels.facility.models import build_tree_model, build_ufl_mip
 from dpmodels.facility.release import (
     NEIGHBOURS,
@@ -44,6 +44,7 @@ from dpmodels.facility.release import (
     release_facts,
 )
 from dpmodels.facility.release import release as facility_release
+from dpmodels.facility.results import TreeRelease
 
 OTHER_COUNTS = [3, 1, 1, 0, 0, 0, 1, 1]  # example A has (3, 0, 1, 0, 0, 0, 0, 1)
 
