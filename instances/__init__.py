@@ -11,7 +11,7 @@ import inspect
 
 from dpmodels.core.errors import DataValidationError
 
-from .registry import REGISTRY, _Entry, data_path, register_generator, register_instance
+from .registry import REGISTRY, RegistryEntry, data_path, register_generator, register_instance
 
 __all__ = [
     "load",
@@ -31,7 +31,7 @@ def available(kind: str | None = None) -> dict[str, str]:
     return {e.name: f"[{e.kind}] {e.description}" for e in REGISTRY.values() if kind in (None, e.kind)}
 
 
-def _entry(name: str) -> _Entry:
+def _entry(name: str) -> RegistryEntry:
     _load_families()
     if name not in REGISTRY:
         raise DataValidationError("instance", f"unknown name {name!r}; available: {sorted(REGISTRY)}")

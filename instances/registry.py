@@ -11,14 +11,14 @@ __all__ = ["register_instance", "register_generator", "data_path", "REGISTRY"]
 
 
 @dataclass(frozen=True)
-class _Entry:
+class RegistryEntry:
     name: str
     kind: str  # "instance" or "generator"
     factory: Callable
     description: str
 
 
-REGISTRY: dict[str, _Entry] = {}
+REGISTRY: dict[str, RegistryEntry] = {}
 
 
 def register_instance(name: str, description: str):
@@ -33,7 +33,7 @@ def register_generator(name: str, description: str):
 
 def _register(name: str, kind: str, description: str):
     def decorator(func):
-        REGISTRY[name] = _Entry(name, kind, func, description)
+        REGISTRY[name] = RegistryEntry(name, kind, func, description)
         return func
 
     return decorator

@@ -2,10 +2,10 @@
 plugins are adapters that import no other plugin, and no family imports the plugins."""
 
 import pytest
+from dpmodels.solvers import declared_plugins
 from import_graph import cycles, import_graph, modules
 
 from dpmodels.core.families import family_names
-from dpmodels.solvers import declared_plugins
 
 #: Whatever families exist (found by convention): a new family is covered without editing this test.
 FAMILIES = family_names()
@@ -70,3 +70,18 @@ def test_no_family_imports_the_plugins(graph):
                 t for t in graph.successors(module) if t == "dpmodels.solvers" or t.startswith("dpmodels.solvers.")
             )
             assert not bad, f"{module} imports {bad}; algorithms live in their family, plugins adapt them"
+
+
+def test_no_module_imports_another_modules_private_name():
+    """Shared helpers are public names: ``from .x import _y`` across modules is a helper that
+    should be public (or live where it is used)."""
+    import ast
+
+    found = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("dpmodels")):
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                if private:
+                    found.append(f"{name}: from {'.' * node.level}{node.module or ''} import {', '.join(private)}")
+    assert found == []
