@@ -6,10 +6,10 @@ command line (``dpmodels/cli.py``) loops over the families; nothing else wires t
 
 The shared tail, written once here: typed argument checks (``--runs 0``, ``--gap -1`` and
 ``N=6.5`` fail at parse time, exit code 2), output files checked before any work (folder
-exists, suffix right: a plot is a ``.png``, ``.pdf`` or ``.svg``), the ``--executor`` type, and
-options declared by solver plugins.  The standard options of the experiments (``--instance``,
-``--epsilon``, ``--runs``...) are declared in :mod:`dpmodels.core.options`, and the experiments
-run through :mod:`dpmodels.core.runner` (outputs, logging, interrupts, exit codes).
+exists, suffix right: a plot is a ``.png``, ``.pdf`` or ``.svg``) and the ``--executor`` type.
+The standard options (``--instance``, ``--epsilon``, ``--runs``..., the release options and a
+plugin's declared options) are declared in :mod:`dpmodels.core.options`, and the experiments run
+through :mod:`dpmodels.core.runner` (outputs, logging, interrupts, exit codes).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ __all__ = [
     "nonnegative_float",
     "add_outputs",
     "check_outputs",
-    "add_solver_option",
     "add_progress",
     "executor_name",
 ]
@@ -92,39 +91,6 @@ positive_int = _number(int, lambda v: v > 0, "an integer > 0")
 nonnegative_int = _number(int, lambda v: v >= 0, "an integer >= 0")
 positive_float = _number(float, lambda v: v > 0, "a finite number > 0")
 nonnegative_float = _number(float, lambda v: v >= 0, "a finite number >= 0")
-
-
-# ---------------------------------------------------------------------- solver options
-def add_solver_option(parser: argparse.ArgumentParser, solver: str, name: str, *, default=None, help_extra=""):
-    """Flag ``--<name>`` from option ``name`` declared by plugin ``solver``: its description,
-    its default (unless ``default`` overrides it) and its domain as the argument's type, so the
-    command line offers exactly what the plugin declares (one declaration)."""
-    from .capabilities import capabilities
-
-    caps = capabilities(solver)
-    if caps is None or name not in caps.options:
-        raise ValueError(f"solver {solver!r} declares no option {name!r}")
-    option = caps.options[name]
-
-    def parse(text: str):
-        for cast in (int, float, str):
-            try:
-                value = cast(text)
-                break
-            except ValueError:
-                continue
-        try:
-            return option.parse(value)
-        except (TypeError, ValueError) as err:
-            raise argparse.ArgumentTypeError(f"{option.doc}: {err}") from None
-
-    parse.__name__ = name
-    parser.add_argument(
-        f"--{name.replace('_', '-')}",
-        type=parse,
-        default=option.default if default is None else default,
-        help=f"{option.doc} ({solver}'s option {name}){help_extra}",
-    )
 
 
 # ---------------------------------------------------------------------- outputs

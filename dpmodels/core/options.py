@@ -18,9 +18,10 @@ option               what                                           attribute
 
 Every experiment also takes the outputs (``--csv``, ``--parquet``, ``--json``, and ``--plot``
 when it draws a figure), ``-q``/``--quiet``, ``-v``/``--verbose`` and ``--no-progress``; the
-runner (:mod:`dpmodels.core.runner`) adds those.  The release commands take their budget and
-seed from :func:`dpmodels.core.release.add_common_arguments` (exact budgets, a seed only for
-an experiment declared not private).
+runner (:mod:`dpmodels.core.runner`) adds those.  The release commands' options (an exact
+budget, output files, ledger, manifest, budget database, a seed only for an experiment declared
+not private) are declared here too, once (:func:`add_release_options`), and so are the options
+a solver plugin declares (:func:`solver_option`).
 
 This module imports the standard library only: a family's ``commands.py`` reads it at import.
 """
@@ -48,6 +49,8 @@ __all__ = [
     "Names",
     "one_of",
     "LazyHelp",
+    "solver_option",
+    "add_release_options",
 ]
 
 #: Attribute set on every argparse action a standard option adds (the tests read it).
@@ -177,6 +180,107 @@ def time_limit(default: float | None, help: str = "seconds per solve") -> Option
 
 #: The standard options' flags (the runner's are added by :mod:`dpmodels.core.runner`).
 STANDARD_FLAGS = ("--instance", "--set", "--epsilon", "--runs", "--seed", "--executor", "--time-limit")
+
+
+# ---------------------------------------------------------------------- options a solver plugin declares
+#: The string default argparse passes through the type when the option is not given: the plugin's default.
+DECLARED = "declared"
+
+
+def solver_option(solver: str, name: str, help_extra: str = "") -> Option:
+    """``--<name>``: option ``name`` as plugin ``solver`` declares it (description, default, domain),
+    so the command line offers exactly what the plugin declares.  The plugin is read when the
+    option is parsed or its help shown, not when the parser is built.
+
+    Parameters
+    ----------
+    solver : str
+        The plugin's name, e.g. ``"mdp_benders"``.
+    name : str
+        One of its declared options, e.g. ``"gap"``.
+    help_extra : str
+        Words appended to the plugin's description.
+    """
+
+    def declared():
+        from .capabilities import capabilities
+
+        caps = capabilities(solver)
+        if caps is None or name not in caps.options:
+            raise ValueError(f"solver {solver!r} declares no option {name!r}")
+        return caps.options[name]
+
+    def parse(text: str):
+        option = declared()
+        if text == DECLARED:
+            return option.default
+        try:
+            return option.parse(_scalar(text))
+        except (TypeError, ValueError) as err:
+            raise argparse.ArgumentTypeError(f"{option.doc}: {err}") from None
+
+    parse.__name__ = name
+    text = LazyHelp(lambda: f"{declared().doc} ({solver}'s option {name}, default {declared().default!r}){help_extra}")
+    return Option(name, (f"--{name.replace('_', '-')}",), {"type": parse, "default": DECLARED, "help": text})
+
+
+def _scalar(text: str):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            continue
+    return text
+
+
+# ---------------------------------------------------------------------- the release commands' options
+#: The single output of a release that writes one file.
+RELEASE_OUTPUTS = {"--out": "where to write the release"}
+
+
+def add_release_options(
+    parser: argparse.ArgumentParser, outputs: dict[str, str] | None = None, *, epsilon_help: str | None = None
+) -> None:
+    """The options every release takes: budget, output files, ledger, manifest, budget database,
+    ``--force`` and the seed policy.
+
+    Parameters
+    ----------
+    parser
+        The family's ``release`` parser.
+    outputs
+        Each required output option and its help (default: one ``--out``); the ledger and the
+        manifest go beside the first.
+    epsilon_help
+        Replaces the help of ``--epsilon`` (metric DP: epsilon per unit of distance).
+    """
+    outputs = outputs or RELEASE_OUTPUTS
+    parser.add_argument(
+        "--epsilon",
+        required=True,
+        help=epsilon_help or "privacy budget of this release: a decimal (1, 0.5, 1e-3) or a ratio (1/3)",
+    )
+    for flag, text in outputs.items():
+        parser.add_argument(flag, required=True, help=text)
+    first = next(iter(outputs))
+    parser.add_argument("--ledger", help=f"where to write the JSON privacy ledger (default: beside {first})")
+    parser.add_argument(
+        "--manifest", help=f"where to write the JSON release manifest (default: beside {first}, .manifest.json)"
+    )
+    parser.add_argument(
+        "--budget-db",
+        metavar="FILE",
+        help="budget database to charge (dpmodels budget init); with --dataset. Without it the budget is --epsilon "
+        "for this release alone",
+    )
+    parser.add_argument("--dataset", help="the declared dataset name whose budget --budget-db charges")
+    parser.add_argument("--force", action="store_true", help="replace existing output files (never an input)")
+    parser.add_argument(
+        "--seed", type=int, help="reproducible noise for an experiment: refused unless --not-private is given"
+    )
+    parser.add_argument(
+        "--not-private", action="store_true", help="declare the output NOT private (needed with --seed)"
+    )
 
 
 # ---------------------------------------------------------------------- names a family module declares

@@ -20,7 +20,6 @@ in this order, so that nothing is drawn before everything that can be checked wa
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import sys
@@ -36,59 +35,12 @@ from .errors import DataValidationError
 from .facts import ReleaseFacts
 from .manifest import build_manifest, options_of
 from .noise import as_epsilon
+from .options import add_release_options as add_common_arguments
 from .randomness import release_rng
 from .session import PrivacySession
 from .staging import StagedOutputs, check_targets, file_record, interruptible
 
 __all__ = ["ReleaseSpec", "ReleaseOutcome", "run_release", "add_common_arguments", "ledger_path", "manifest_path"]
-
-#: The single output of a release that writes one file.
-DEFAULT_OUTPUTS = {"--out": "where to write the release"}
-
-
-def add_common_arguments(
-    parser: argparse.ArgumentParser, outputs: dict[str, str] | None = None, *, epsilon_help: str | None = None
-) -> None:
-    """The options every release takes: budget, output files, ledger, manifest, budget database,
-    ``--force`` and the seed policy.
-
-    Parameters
-    ----------
-    parser
-        The family's ``release`` parser.
-    outputs
-        Each required output option and its help (default: one ``--out``); the ledger and the
-        manifest go beside the first.
-    epsilon_help
-        Replaces the help of ``--epsilon`` (metric DP: epsilon per unit of distance).
-    """
-    outputs = outputs or DEFAULT_OUTPUTS
-    parser.add_argument(
-        "--epsilon",
-        required=True,
-        help=epsilon_help or "privacy budget of this release: a decimal (1, 0.5, 1e-3) or a ratio (1/3)",
-    )
-    for flag, text in outputs.items():
-        parser.add_argument(flag, required=True, help=text)
-    first = next(iter(outputs))
-    parser.add_argument("--ledger", help=f"where to write the JSON privacy ledger (default: beside {first})")
-    parser.add_argument(
-        "--manifest", help=f"where to write the JSON release manifest (default: beside {first}, .manifest.json)"
-    )
-    parser.add_argument(
-        "--budget-db",
-        metavar="FILE",
-        help="budget database to charge (dpmodels budget init); with --dataset. Without it the budget is --epsilon "
-        "for this release alone",
-    )
-    parser.add_argument("--dataset", help="the declared dataset name whose budget --budget-db charges")
-    parser.add_argument("--force", action="store_true", help="replace existing output files (never an input)")
-    parser.add_argument(
-        "--seed", type=int, help="reproducible noise for an experiment: refused unless --not-private is given"
-    )
-    parser.add_argument(
-        "--not-private", action="store_true", help="declare the output NOT private (needed with --seed)"
-    )
 
 
 def manifest_path(out: Path, given=None) -> Path:

@@ -107,8 +107,8 @@ def experiment(
             option.add(parser)
         if arguments is not None:
             arguments(parser)
-        outputs = {"csv": f"{table} as CSV", "parquet": f"{table} as Parquet (needs pyarrow)"}
-        outputs["json"] = json_help or f"{table} as JSON records"
+        outputs = {"csv": f"{table}, as CSV", "parquet": f"{table}, as Parquet (needs pyarrow)"}
+        outputs["json"] = json_help or f"{table}, as JSON records"
         if plot:
             outputs["plot"] = plot
         add_outputs(parser, **outputs)

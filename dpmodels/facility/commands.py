@@ -146,8 +146,6 @@ def _run_bench(args) -> Result:
 
 # ---------------------------------------------------------------------- release
 def _release_arguments(p: argparse.ArgumentParser) -> None:
-    from dpmodels.core.release import add_common_arguments
-
     p.add_argument(
         "--points",
         required=True,
@@ -158,7 +156,7 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lam", type=float, default=1.5, help="lambda of the FRT tree, in (1, 2)")
     _radius_mode(p)
     p.add_argument("--tree-out", help="also write the published tree (node, parent, level, rep_point, in_R, ...)")
-    add_common_arguments(p, {"--out": "where to write the published facilities CSV (node, level, point, x, y, ...)"})
+    std.add_release_options(p, {"--out": "where to write the published facilities CSV (node, level, point, x, y, ...)"})
 
 
 def _run_release(args) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from dpmodels.core import options as std
-from dpmodels.core.commands import Command, Family, add_solver_option, positive_float, positive_int
+from dpmodels.core.commands import Command, Family, positive_float, positive_int
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.options import LazyHelp, Names, one_of
 from dpmodels.core.runner import Result, experiment
@@ -60,7 +60,7 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         help=LazyHelp(lambda: "any of: " + ", ".join(f"'{m}'" for m in METHODS())),
     )
     p.add_argument("--blocks", type=positive_int, default=4, help="M, the Benders blocks (the paper: 25 for N = 500)")
-    add_solver_option(p, "mdp_benders", "gap", help_extra="; the IPM stops at the same gap")
+    std.solver_option("mdp_benders", "gap", "; the IPM stops at the same gap").add(p)
     p.add_argument(
         "--max-iter",
         type=positive_int,
@@ -195,11 +195,60 @@ def _run_sweep(args) -> Result:
     return run_sweep(args.sweep_n, args.epsilon, methods, args.time_limit, args.runs or 1)
 
 
-# ---------------------------------------------------------------------- release (in .release_command)
-def _release_arguments(p: argparse.ArgumentParser) -> None:
-    from .release_command import release_arguments
+# ---------------------------------------------------------------------- release (run in .release_command)
+RELEASE_INSTANCE = "mdp/grid"
+#: The built-in public domain of ``release mdp``: an 8 x 10 grid of 1 km cells, K = 20 output cells.
+RELEASE_SETTINGS = {"rows": 8, "cols": 10, "K": 20}
+#: The solvers ``--solver`` takes (read when checked or shown).
+SOLVERS = std.Names("dpmodels.metricdp.mechanism", "SOLVERS")
 
-    release_arguments(p)
+
+def _release_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--records",
+        required=True,
+        help="user,record CSV, one row per user: the secret location, a cell index of the grid (row-major, "
+        "cell = row x cols + col) or a location label of --points",
+    )
+    domain = p.add_mutually_exclusive_group()
+    std.instance(
+        None,
+        f"public domain: an mdp generator shaped by --set (default {RELEASE_INSTANCE} with "
+        f"{' '.join(f'{k}={v}' for k, v in RELEASE_SETTINGS.items())})",
+    ).add(domain)
+    domain.add_argument(
+        "--points",
+        help="public domain: a CSV of candidate locations (location, then coordinates in km or lat,lon; "
+        "optional prior column); every location is an output",
+    )
+    std.settings(
+        "generator option of --instance, e.g. --set rows=3 --set cols=4 --set K=12 --set cell_km=1 "
+        "(--set seed picks the generator's public output cells and cost destinations, never the noise)"
+    ).add(p)
+    p.add_argument(
+        "--eta", type=positive_float, default=2.0, help="neighbour radius in km: locations within eta get mDP rows"
+    )
+    p.add_argument(
+        "--outside",
+        metavar="LABEL",
+        help="the fallback location: a record naming no location of the domain is perturbed as if it were there "
+        "(a location label of --points, or a cell index; default: the domain's centre, the location with the "
+        "least largest distance to the others)",
+    )
+    p.add_argument(
+        "--solver",
+        type=std.one_of(SOLVERS, "solver"),
+        default="mdp_ipm",
+        help=std.LazyHelp(lambda: f"solver of the perturbation LP: {', '.join(SOLVERS())}"),
+    )
+    std.solver_option("mdp_ipm", "gap", "; highs solves to its own tolerance (not certified)").add(p)
+    std.time_limit(None, "seconds for the solve (the incumbent stays exact)").add(p)
+    std.add_release_options(
+        p,
+        {"--out": "where to write the released user,released CSV"},
+        epsilon_help="privacy per km, per record: Pr[o | x] <= exp(epsilon d(x, x')) Pr[o | x'] for neighbouring "
+        "locations (local metric DP, not a session budget)",
+    )
 
 
 def _run_release(args) -> int:

@@ -1,4 +1,4 @@
-"""``dpmodels release mdp``: the command's arguments and its declaration for the shared release runner.
+"""``dpmodels release mdp`` run through the shared release runner (its arguments: :mod:`.commands`).
 
 The public domain (a ``--points`` file or a generated grid at ``--epsilon`` per km and ``--eta``)
 and the fallback location of records outside it are read before the records; the release itself
@@ -8,65 +8,14 @@ session whose budget is epsilon per km.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from dpmodels.core import options as std
-from dpmodels.core.commands import add_solver_option, positive_float
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.release import add_common_arguments
 from dpmodels.core.settings import parse_settings
 
-__all__ = ["release_arguments", "run_release_command", "RELEASE_INSTANCE", "RELEASE_SETTINGS"]
+from .commands import RELEASE_INSTANCE, RELEASE_SETTINGS
 
-RELEASE_INSTANCE = "mdp/grid"
-#: The built-in public domain of ``release mdp``: an 8 x 10 grid of 1 km cells, K = 20 output cells.
-RELEASE_SETTINGS = {"rows": 8, "cols": 10, "K": 20}
-
-
-def release_arguments(p: argparse.ArgumentParser) -> None:
-    from .mechanism import SOLVERS
-
-    p.add_argument(
-        "--records",
-        required=True,
-        help="user,record CSV, one row per user: the secret location, a cell index of the grid (row-major, "
-        "cell = row x cols + col) or a location label of --points",
-    )
-    domain = p.add_mutually_exclusive_group()
-    std.instance(
-        None,
-        f"public domain: an mdp generator shaped by --set (default {RELEASE_INSTANCE} with "
-        f"{' '.join(f'{k}={v}' for k, v in RELEASE_SETTINGS.items())})",
-    ).add(domain)
-    domain.add_argument(
-        "--points",
-        help="public domain: a CSV of candidate locations (location, then coordinates in km or lat,lon; "
-        "optional prior column); every location is an output",
-    )
-    std.settings(
-        "generator option of --instance, e.g. --set rows=3 --set cols=4 --set K=12 --set cell_km=1 "
-        "(--set seed picks the generator's public output cells and cost destinations, never the noise)"
-    ).add(p)
-    p.add_argument(
-        "--eta", type=positive_float, default=2.0, help="neighbour radius in km: locations within eta get mDP rows"
-    )
-    p.add_argument(
-        "--outside",
-        metavar="LABEL",
-        help="the fallback location: a record naming no location of the domain is perturbed as if it were there "
-        "(a location label of --points, or a cell index; default: the domain's centre, the location with the "
-        "least largest distance to the others)",
-    )
-    p.add_argument("--solver", choices=list(SOLVERS), default="mdp_ipm", help="solver of the perturbation LP")
-    add_solver_option(p, "mdp_ipm", "gap", help_extra="; highs solves to its own tolerance (not certified)")
-    std.time_limit(None, "seconds for the solve (the incumbent stays exact)").add(p)
-    add_common_arguments(
-        p,
-        {"--out": "where to write the released user,released CSV"},
-        epsilon_help="privacy per km, per record: Pr[o | x] <= exp(epsilon d(x, x')) Pr[o | x'] for neighbouring "
-        "locations (local metric DP, not a session budget)",
-    )
+__all__ = ["run_release_command"]
 
 
 def run_release_command(args) -> int:

@@ -291,11 +291,42 @@ def _run_bench(args) -> Result:
     )
 
 
-# ---------------------------------------------------------------------- release (in .release_command)
-def _release_arguments(p: argparse.ArgumentParser) -> None:
-    from .release_command import release_arguments
+# ---------------------------------------------------------------------- release (run in .release_command)
+#: The mechanisms ``--mechanism`` takes, and the one it defaults to (read when checked or shown).
+MECHANISMS = std.Names("dpmodels.pgsr.postprocessing", "MECHANISMS")
 
-    release_arguments(p)
+
+def _default_mechanism() -> str:
+    from .release import DEFAULT_MECHANISM
+
+    return DEFAULT_MECHANISM
+
+
+def _release_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hierarchy", required=True, help="region,parent CSV (the root's parent empty)")
+    data = p.add_mutually_exclusive_group(required=True)
+    data.add_argument("--records", help="user,unit,region,quantity CSV (one row per person)")
+    data.add_argument("--counts", help="region,size,count CSV of the leaves (or wide: region + one column per size)")
+    p.add_argument(
+        "--N",
+        type=positive_int,
+        help="the declared largest group size, a public fact (required: the release shows sizes 1..N); only an "
+        "experiment declared --not-private may leave it out and read N from the data",
+    )
+    p.add_argument(
+        "--overflow",
+        choices=["top", "error"],
+        default="top",
+        help="groups larger than --N: counted in the size-N bin ('N or more', the default), or refused "
+        "(error: only with --not-private, since a refusal would depend on one group)",
+    )
+    p.add_argument("--z-max", type=positive_int, default=1, help="declared public bound on a quantity (clamped to it)")
+    p.add_argument(
+        "--mechanism",
+        type=std.one_of(MECHANISMS, "mechanism"),
+        help=std.LazyHelp(lambda: f"mechanism, one of {', '.join(MECHANISMS())} (default {_default_mechanism()})"),
+    )
+    std.add_release_options(p)
 
 
 def _run_release(args) -> int:

@@ -1,4 +1,4 @@
-"""``dpmodels release pgsr``: the command's arguments and its declaration for the shared release runner.
+"""``dpmodels release pgsr`` run through the shared release runner (its arguments: :mod:`.commands`).
 
 The policy a private release keeps (``--N`` declared, groups above it in the size-N bin, the
 memory a declared ``N`` needs checked before the records are read) lives here; the release itself
@@ -7,50 +7,22 @@ is :func:`dpmodels.pgsr.release.release` through :func:`dpmodels.core.release.ru
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-import numpy as np
-
-from dpmodels.core.commands import positive_int
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.release import add_common_arguments
 
-__all__ = ["release_arguments", "run_release_command"]
-
-
-def release_arguments(p: argparse.ArgumentParser) -> None:
-    from .postprocessing import MECHANISMS
-    from .release import DEFAULT_MECHANISM
-
-    p.add_argument("--hierarchy", required=True, help="region,parent CSV (the root's parent empty)")
-    data = p.add_mutually_exclusive_group(required=True)
-    data.add_argument("--records", help="user,unit,region,quantity CSV (one row per person)")
-    data.add_argument("--counts", help="region,size,count CSV of the leaves (or wide: region + one column per size)")
-    p.add_argument(
-        "--N",
-        type=positive_int,
-        help="the declared largest group size, a public fact (required: the release shows sizes 1..N); only an "
-        "experiment declared --not-private may leave it out and read N from the data",
-    )
-    p.add_argument(
-        "--overflow",
-        choices=["top", "error"],
-        default="top",
-        help="groups larger than --N: counted in the size-N bin ('N or more', the default), or refused "
-        "(error: only with --not-private, since a refusal would depend on one group)",
-    )
-    p.add_argument("--z-max", type=positive_int, default=1, help="declared public bound on a quantity (clamped to it)")
-    p.add_argument("--mechanism", default=DEFAULT_MECHANISM, choices=list(MECHANISMS), help="mechanism")
-    add_common_arguments(p)
+__all__ = ["run_release_command"]
 
 
 def run_release_command(args) -> int:
+    import numpy as np
+
     from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
     from dpmodels.instances.pgsr import from_csv, read_hierarchy
 
-    from .release import release, release_facts, release_frame
+    from .release import DEFAULT_MECHANISM, release, release_facts, release_frame
 
+    args.mechanism = args.mechanism or DEFAULT_MECHANISM
     _require_declared_options(args)
     tree = read_hierarchy(args.hierarchy)
 

@@ -91,8 +91,6 @@ SET_FUNCTION_ALGORITHMS = Names("dpmodels.submodular.release", "SET_FUNCTION_ALG
 
 
 def _release_arguments(p: argparse.ArgumentParser) -> None:
-    from dpmodels.core.release import add_common_arguments
-
     p.add_argument("--coverage", required=True, help="element,user CSV: one row per element a user covers (private)")
     ground = p.add_mutually_exclusive_group(required=True)
     ground.add_argument("--elements", help="public ground set: a CSV with an element column (uniform matroid, --rank)")
@@ -125,7 +123,7 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
         ),
     )
     p.add_argument("--T", type=positive_int, help="continuous-greedy steps of alg1/alg2 (default: the rank r)")
-    add_common_arguments(p, {"--out": "where to write the selected elements CSV (element,step or element,x)"})
+    std.add_release_options(p, {"--out": "where to write the selected elements CSV (element,step or element,x)"})
 
 
 def _run_release(args) -> int:

@@ -167,8 +167,6 @@ LEVELS = Names("dpmodels.instances.topdown", "LEVELS")
 
 
 def _release_arguments(p: argparse.ArgumentParser) -> None:
-    from dpmodels.core.release import add_common_arguments
-
     p.add_argument("--persons", required=True, help="person records: geocode (15 digits) + hhgq, votingage, ...")
     p.add_argument("--races", type=positive_int, default=63, help="cenrace categories of the schema (1..63)")
     p.add_argument("--total-level", default="state", type=one_of(LEVELS, "level"), help="deepest invariant population")
@@ -180,7 +178,7 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
     )
     std.executor("the solves of a level").add(p)
     add_progress(p)
-    add_common_arguments(p, RELEASE_OUTPUTS)
+    std.add_release_options(p, RELEASE_OUTPUTS)
 
 
 def _run_release(args) -> int:
