@@ -1,1 +1,104 @@
-"""Census TopDown (Abowd et al., 2019): hierarchical DP histograms consistent with public knowledge."""
+"""Census TopDown (Abowd et al., 2019): hierarchical DP histograms consistent with public knowledge.
+
+The folder, by what each module holds (the same names mean the same thing in every family):
+
+=====================  ===========================================================================
+``data``               the validated inputs: :class:`TopDownData` (the person histograms, the
+                       sensitive truth) with its :class:`Schema` and geography, and the public
+                       declarations (``knowledge``: :class:`PublicKnowledge`, edits, GQ flows)
+``models``             the Pyomo builders ``build_*`` of a node solve (the L2 fit, the L1 rounding;
+                       ``failsafe_models``: the failsafe's phases), registered; ``model_blocks``:
+                       the blocks they share
+``mechanism``          the privacy mechanism: :func:`measure` draws the noisy answers to every
+                       query set of the :class:`Strategy` at every node, recording the ledger
+``release``            the end-to-end private release from declared facts (:func:`release`:
+                       person records -> private microdata and per-level histograms)
+``commands``           the family's ``dpmodels`` commands
+``queries``            the linear queries (Kronecker products), their sensitivities
+``driver``             Algorithm 1: the root solve, then level by level (:func:`topdown`)
+``solve``              one node: L2, then L1, the fallback chain, verification (:func:`solve_node`);
+                       ``node_data``: what a node solve sees
+``compiled``           the node solves compiled straight to matrices, for scale
+``flow``               the L1 rounding as a min-cost flow
+``tree_l2``            the closed-form L2 solve where the structure allows
+``tum``                the total-unimodularity certificate of a model's constraint matrix
+``implied/``           implied constraints: extendability checks and their witnesses
+``compare``            the evaluation harness (``compare_report``: its tables and plots)
+``bench``              ``dpmodels bench topdown``
+=====================  ===========================================================================
+
+Every name below is imported on first use (:mod:`dpmodels.core.lazy`), so importing the family
+(or its ``commands``) does not import numpy, scipy, pandas or Pyomo.
+"""
+
+from __future__ import annotations
+
+from dpmodels.core.lazy import lazy_exports
+
+#: Public name -> the module that defines it.
+_EXPORTS = {
+    # data
+    "TopDownData": "dpmodels.topdown.data",
+    "Schema": "dpmodels.topdown.data",
+    "Attribute": "dpmodels.topdown.data",
+    "pl94_schema": "dpmodels.topdown.data",
+    "microdata": "dpmodels.topdown.data",
+    "parse_geocode": "dpmodels.topdown.data",
+    "geography_from_geocodes": "dpmodels.topdown.data",
+    "PublicKnowledge": "dpmodels.topdown.knowledge",
+    "Edit": "dpmodels.topdown.knowledge",
+    "FlowData": "dpmodels.topdown.knowledge",
+    "GQKnowledge": "dpmodels.topdown.knowledge",
+    # builders
+    "build_l2": "dpmodels.topdown.models",
+    "build_l1": "dpmodels.topdown.models",
+    "histogram_values": "dpmodels.topdown.models",
+    "build_failsafe_l2": "dpmodels.topdown.failsafe_models",
+    "build_failsafe_l1": "dpmodels.topdown.failsafe_models",
+    "NodeProblem": "dpmodels.topdown.node_data",
+    # mechanisms
+    "measure": "dpmodels.topdown.mechanism",
+    "plan_measurement": "dpmodels.topdown.mechanism",
+    "Strategy": "dpmodels.topdown.mechanism",
+    "default_strategy": "dpmodels.topdown.mechanism",
+    "Measurements": "dpmodels.topdown.mechanism",
+    "QuerySet": "dpmodels.topdown.queries",
+    "marginal": "dpmodels.topdown.queries",
+    "identity": "dpmodels.topdown.queries",
+    "total": "dpmodels.topdown.queries",
+    # post-processing (Algorithm 1 and the node solves)
+    "topdown": "dpmodels.topdown.driver",
+    "run_topdown": "dpmodels.topdown.driver",
+    "TopDownResult": "dpmodels.topdown.driver",
+    "node_problem": "dpmodels.topdown.driver",
+    "solve_node": "dpmodels.topdown.solve",
+    "NodeOptions": "dpmodels.topdown.solve",
+    "NodeSolution": "dpmodels.topdown.solve",
+    "verify_children": "dpmodels.topdown.solve",
+    "flows_hold": "dpmodels.topdown.solve",
+    # release
+    "release": "dpmodels.topdown.release",
+    "release_facts": "dpmodels.topdown.release",
+    "histogram_frame": "dpmodels.topdown.release",
+    # algorithms
+    "tum_certificate": "dpmodels.topdown.tum",
+    "solve_flow_rounding": "dpmodels.topdown.flow",
+    "solve_tree_l2": "dpmodels.topdown.tree_l2",
+    "maxflow_extension": "dpmodels.topdown.implied",
+    "hall_constraints": "dpmodels.topdown.implied",
+    "lemma1_bounds": "dpmodels.topdown.implied",
+    "allocate": "dpmodels.topdown.implied",
+    "extend_to_leaves": "dpmodels.topdown.implied",
+    "type_total_ranges": "dpmodels.topdown.implied",
+    "fme_project": "dpmodels.topdown.implied",
+    "extension_milp": "dpmodels.topdown.implied",
+    "sat_reduction": "dpmodels.topdown.implied",
+    # experiments
+    "compare_topdown": "dpmodels.topdown.compare",
+    "level_metrics": "dpmodels.topdown.compare",
+    "summary_table": "dpmodels.topdown.compare_report",
+    "plot_topdown": "dpmodels.topdown.compare_report",
+}
+
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

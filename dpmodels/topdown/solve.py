@@ -32,7 +32,7 @@ from .node_data import NodeProblem, split_floor
 from .tree_l2 import solve_tree_l2, tree_objective
 from .tum import matrix_certificate, tum_certificate
 
-__all__ = ["NodeOptions", "NodeSolution", "solve_node", "verify_children"]
+__all__ = ["NodeOptions", "NodeSolution", "solve_node", "verify_children", "flows_hold"]
 
 OK = TerminationCondition.convergenceCriteriaSatisfied
 
