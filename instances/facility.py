@@ -21,7 +21,8 @@ from dpmodels.instances.userfiles import read_user_csv
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_example
 from dpmodels.core.noise import make_rng
-from dpmodels.facility.data import HST, HSTInstance, UFLInstance, check_lambda
+from dpmodels.facility.checks import check_lambda
+from dpmodels.facility.data import HST, HSTInstance, UFLInstance
 from dpmodels.facility.release import count_cap
 
 from .registry import register_generator, register_instance

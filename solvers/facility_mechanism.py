@@ -23,7 +23,8 @@ import numpy as np
 from pyomo.common.config import In, PositiveFloat
 
 from dpmodels.core.errors import ModelStructureError, PrivacyParameterError
-from dpmodels.facility.data import HSTInstance, UFLInstance, check_epsilon
+from dpmodels.facility.checks import check_epsilon
+from dpmodels.facility.data import HSTInstance, UFLInstance
 from dpmodels.facility.general_metric import dp_ufl_general
 from dpmodels.facility.mechanism import BASELINES, run_tree
 from dpmodels.facility.results import true_label

@@ -94,8 +94,8 @@ def _own_points(args):
 
 
 def _run_compare(args) -> Result:
+    from .checks import check_lambda
     from .compare import compare_facility, lower_bound_table, plot_compare, stretch_table
-    from .data import check_lambda
 
     lam = check_lambda(args.lam, "--lam")
     instance = _own_points(args)
@@ -163,7 +163,7 @@ def _run_release(args) -> int:
     from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
     from dpmodels.instances.facility import from_csv
 
-    from .data import check_lambda
+    from .checks import check_lambda
     from .release import MARK_NOISE, facilities_frame, release, release_facts, tree_frame
 
     f = _check_cost(args.f)

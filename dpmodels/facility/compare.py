@@ -24,7 +24,8 @@ from tqdm import tqdm
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import make_rng
 
-from .data import UFLInstance, check_epsilon
+from .checks import check_epsilon
+from .data import UFLInstance
 from .frt import measured_stretch
 from .general_metric import dp_ufl_general
 from .mechanism import BASELINES, run_tree
@@ -63,7 +64,35 @@ def compare_facility(
     run), its ratio to the MIP optimum, the LP bound, mean |R|, |S|, L' and ε used (inf and
     ``private = False`` for the non-private Algorithm 1 and trivial solution).  The costs, |S|,
     the optimum and the LP bound come from the true counts: labelled diagnostics.  ``progress``
-    shows a bar over the (n, ε, algorithm) cases."""
+    shows a bar over the (n, ε, algorithm) cases.
+
+    Parameters
+    ----------
+    epsilons : sequence of float
+        The privacy parameters.
+    sizes : sequence of int
+        Numbers of locations of the random plane instances.
+    runs : int, default 20
+        Runs per case.
+    seed : int, default 0
+        Seeds the instances, trees and marks (an experiment, not private).
+    algorithms : sequence of str
+        Keys of :data:`~dpmodels.facility.mechanism.BASELINES`.
+    f : float, default 0.5
+        The facility cost.
+    clusters : int, default 0
+        Clusters of the plane instances (0: uniform).
+    solver : str, default "highs"
+        The MIP solver of the optimum.
+    lam : float, default 1.5
+        λ of the trees.
+    radius_mode : str, default "tight"
+        The FRT radii.
+    instance : UFLInstance, optional
+        One instance instead of the random ones.
+    progress : bool, default False
+        Show a progress bar.
+    """
     unknown = sorted(set(algorithms) - set(BASELINES))
     if unknown:
         raise DataValidationError("algorithms", f"unknown {unknown}; choose from {sorted(BASELINES)}")
@@ -113,7 +142,21 @@ def compare_facility(
 def stretch_table(
     sizes: Sequence[int] = (10, 30, 60), lam: float = 1.5, trees: int = 100, seed=0, modes=("tight", "geometric")
 ) -> pd.DataFrame:
-    """Measured stretch ``E[d_T]/d`` of uniform points in the square (spec 2.2's table), one row per (mode, n)."""
+    """Measured stretch ``E[d_T]/d`` of uniform points in the square (spec 2.2's table), one row per (mode, n).
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Numbers of points.
+    lam : float, default 1.5
+        λ of the trees.
+    trees : int, default 100
+        Embeddings per instance.
+    seed : int, default 0
+        Seeds the points and the trees.
+    modes : sequence of str
+        The radius modes compared.
+    """
     from .data import euclidean
 
     rng = make_rng(seed)
@@ -133,7 +176,23 @@ def lower_bound_table(
     (both evaluated on the true counts: the :data:`RATIO` and :data:`BELOW_BOUND` columns).
 
     The algorithms run with ε = 1/m unless ``epsilon`` is given (e.g. the non-private Algorithm 1
-    with ε = 1, which the bound must catch once ``0.025 √m > 1``)."""
+    with ε = 1, which the bound must catch once ``0.025 √m > 1``).
+
+    Parameters
+    ----------
+    ms : sequence of int
+        Star sizes ``m``.
+    n : int, default 16
+        Clients of the star family.
+    draws : int, default 300
+        Random count vectors per case.
+    seed : int, default 7
+        Seeds the draws.
+    algorithms : sequence of str
+        Keys of :data:`~dpmodels.facility.mechanism.BASELINES`.
+    epsilon : float, optional
+        ε for every run (default ``1/m``).
+    """
     import dpmodels.instances as instances
 
     rows = []
@@ -159,7 +218,17 @@ def plot_compare(table: pd.DataFrame, path: str | None = None, title: str = ""):
     """Cost / opt against ε: one colour per algorithm (:mod:`dpmodels.core.figures`), one line
     style per n; the LP/MIP ratio is in the legend.
 
-    Writes ``path`` (PNG, PDF or SVG by its suffix) when given; returns the figure."""
+    Writes ``path`` (PNG, PDF or SVG by its suffix) when given; returns the figure.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A :func:`compare_facility` table.
+    path : str, optional
+        Where to write the figure.
+    title : str, optional
+        The figure's title.
+    """
     from dpmodels.core.figures import (
         epsilon_axis,
         figure_style,

@@ -8,8 +8,8 @@
   exactly L edges, the edge above a level-ℓ node weighs ``λ^ℓ``, and the leaves are the locations.
 * :class:`HSTInstance` - an HST with ``f`` and the leaf counts ``N``.
 
-Parameter checks shared by the mechanism and the embedding (``check_lambda``, ``check_epsilon``)
-live here so every entry point rejects bad input with an error naming the field.
+The checks of their fields, shared by the mechanism and the embedding, are in :mod:`.checks`, so
+every entry point rejects bad input with an error naming the field.
 """
 
 from __future__ import annotations
@@ -20,84 +20,37 @@ from functools import cached_property
 
 import numpy as np
 
-from dpmodels.core.errors import DataValidationError, PrivacyParameterError
+from dpmodels.core.errors import DataValidationError
+
+from .checks import METRIC_TOL, check_cost, check_counts, check_metric
 
 __all__ = [
     "UFLInstance",
     "HST",
     "HSTInstance",
-    "check_lambda",
-    "check_epsilon",
-    "check_counts",
-    "check_cost",
     "euclidean",
     "DENSE_LIMIT",
 ]
 
 #: Above this many locations a point instance never materialises its distance matrix implicitly.
 DENSE_LIMIT = 20_000
-#: Relative tolerance of the metric checks.
-METRIC_TOL = 1e-9
-
-
-def check_lambda(lam, field_name: str = "lam") -> float:
-    """λ of the mechanism and the embedding: a finite number in the open interval (1, 2) (spec 8.1.10)."""
-    if isinstance(lam, bool) or not isinstance(lam, int | float | np.integer | np.floating):
-        raise DataValidationError(field_name, f"must be a number in (1, 2), got {lam!r}")
-    lam = float(lam)
-    if not (1.0 < lam < 2.0):
-        raise DataValidationError(
-            field_name, f"must lie in the open interval (1, 2) (Lemma 15 needs λ < 2, Definition 3 λ > 1), got {lam}"
-        )
-    return lam
-
-
-def check_epsilon(eps, field_name: str = "epsilon") -> float:
-    """A privacy budget: finite and > 0."""
-    if isinstance(eps, bool) or not isinstance(eps, int | float | np.integer | np.floating):
-        raise PrivacyParameterError(field_name, f"must be a finite number > 0, got {eps!r}")
-    eps = float(eps)
-    if not (math.isfinite(eps) and eps > 0):
-        raise PrivacyParameterError(field_name, f"must be finite and > 0, got {eps}")
-    return eps
-
-
-def check_cost(f, n_sites: int | None = None, field_name: str = "f") -> float | np.ndarray:
-    """A facility cost: a finite number >= 0, or (with ``n_sites``) one such number per site."""
-    try:
-        arr = None if isinstance(f, bool | str) else np.asarray(f, dtype=np.float64)
-    except (TypeError, ValueError):
-        arr = None
-    if arr is None:
-        raise DataValidationError(field_name, f"must be a finite number >= 0, got {f!r}")
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise DataValidationError(field_name, f"must be finite and >= 0, got {f!r}")
-    if arr.ndim == 0:
-        return float(arr)
-    if n_sites is None or arr.shape != (n_sites,):
-        raise DataValidationError(field_name, f"must be a scalar or one cost per site ({n_sites}), got {arr.shape}")
-    return arr
-
-
-def check_counts(N, n: int, field_name: str = "N") -> np.ndarray:
-    """Client counts: ``n`` non-negative integers (integer-valued floats are accepted, nothing is rounded)."""
-    arr = np.asarray(N)
-    if arr.shape != (n,):
-        raise DataValidationError(field_name, f"must hold one count per location ({n}), got shape {arr.shape}")
-    if arr.dtype.kind not in "iuf" or arr.dtype == bool:
-        raise DataValidationError(field_name, f"must be non-negative integers, got dtype {arr.dtype}")
-    if arr.dtype.kind == "f" and (not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr))):
-        bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))[:5].tolist()
-        raise DataValidationError(field_name, f"must be integers; non-integer entries at {bad}")
-    if np.any(arr < 0):
-        raise DataValidationError(
-            field_name, f"must be >= 0; negative entries at {np.flatnonzero(arr < 0)[:5].tolist()}"
-        )
-    return arr.astype(np.int64)
 
 
 def euclidean(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    """Pairwise Euclidean distances between rows (exactly symmetric with zero diagonal for ``b=None``)."""
+    """Pairwise Euclidean distances between rows (exactly symmetric with zero diagonal for ``b=None``).
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        ``n x k`` points.
+    b : numpy.ndarray, optional
+        ``m x k`` points (default ``a``).
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``n x m`` distances.
+    """
     from scipy.spatial.distance import cdist
 
     a = np.asarray(a, dtype=np.float64)
@@ -108,35 +61,6 @@ def euclidean(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-def _check_metric(d: np.ndarray, tol: float, triangle: bool = True) -> None:
-    n = d.shape[0]
-    if d.ndim != 2 or d.shape != (n, n) or n < 1:
-        raise DataValidationError("d", f"must be a non-empty square matrix, got shape {d.shape}")
-    if not np.all(np.isfinite(d)):
-        raise DataValidationError("d", "must be finite")
-    if np.any(d < 0):
-        raise DataValidationError("d", "distances must be >= 0")
-    if np.any(np.diag(d) != 0):
-        raise DataValidationError("d", "the diagonal must be 0 (d(v, v) = 0)")
-    scale = max(float(d.max()), 1e-300)
-    asym = np.abs(d - d.T).max()
-    if asym > tol * scale:
-        raise DataValidationError("d", f"is not symmetric (max |d - d^T| = {asym:.3g})")
-    if not triangle:
-        return
-    # triangle inequality d(i,k) <= d(i,j) + d(j,k), one intermediate j at a time (O(n^3) time, O(n^2) memory)
-    for j in range(n):
-        excess = d - (d[:, j][:, None] + d[j, :][None, :])
-        worst = excess.max()
-        if worst > tol * scale:
-            i, k = np.unravel_index(int(excess.argmax()), excess.shape)
-            raise DataValidationError(
-                "d",
-                f"is not a metric: triangle inequality fails, d({i},{k}) = {d[i, k]:.6g} > "
-                f"d({i},{j}) + d({j},{k}) = {d[i, j] + d[j, k]:.6g}",
-            )
-
-
 @dataclass(frozen=True, eq=False)
 class UFLInstance:
     """A uniform facility location instance ``(V, d, f, N)`` (spec 1.1), validated on construction.
@@ -144,6 +68,25 @@ class UFLInstance:
     Give either ``d`` (an n x n metric) or ``points`` (n x k coordinates, Euclidean metric).  ``f`` is
     the facility cost (a scalar; a per-site vector is accepted for the MIP, e.g. the two-point
     instance, but the DP mechanism needs uniform ``f``).  ``N`` are the private client counts.
+
+    Parameters
+    ----------
+    d : numpy.ndarray, optional
+        An ``n x n`` metric (give ``d`` or ``points``).
+    f : float or numpy.ndarray, default 1.0
+        The facility cost (uniform for the mechanism; a per-site vector only for the MIP).
+    N : numpy.ndarray, optional
+        The client count of every location (private); default one client each.
+    points : numpy.ndarray, optional
+        ``n x k`` coordinates: the metric is Euclidean.
+    name : str, default "ufl"
+        A label for reports.
+    labels : tuple, optional
+        One name per location.
+    info : dict, optional
+        Free-form public metadata.
+    check_triangle : bool, default True
+        Check the triangle inequality of ``d`` (``O(n^3)``).
     """
 
     d: np.ndarray | None = None
@@ -171,7 +114,7 @@ class UFLInstance:
             d = np.array(self.d, dtype=np.float64)
             if d.ndim != 2 or d.shape[0] != d.shape[1]:
                 raise DataValidationError("d", f"must be a square matrix, got shape {d.shape}")
-            _check_metric(d, METRIC_TOL, self.check_triangle)
+            check_metric(d, METRIC_TOL, self.check_triangle)
             object.__setattr__(self, "d", d)
             n = d.shape[0]
         if self.N is None:
@@ -256,6 +199,17 @@ class HST:
     ``leaf_node[k]``, the leaf of location k.  Node ids are arbitrary integers ``0..m-1``; unary
     chains are allowed.  Validated: one root, ``level[child] = level[parent] - 1``, the leaves are
     exactly the level-0 nodes and correspond one-to-one to the locations.
+
+    Parameters
+    ----------
+    parent : numpy.ndarray
+        The parent of every node, -1 at the root.
+    level : numpy.ndarray
+        The level of every node (leaves 0, root L).
+    lam : float
+        λ in (1, 2): an edge from level ℓ+1 to ℓ has length λ^ℓ.
+    leaf_node : numpy.ndarray, optional
+        The leaf of every location (default: the level-0 nodes in id order).
     """
 
     parent: np.ndarray
@@ -368,7 +322,21 @@ class HST:
 
 @dataclass(frozen=True, eq=False)
 class HSTInstance:
-    """UFL on an HST metric: the tree, the uniform cost ``f`` and the leaf counts ``N`` (location order)."""
+    """UFL on an HST metric: the tree, the uniform cost ``f`` and the leaf counts ``N`` (location order).
+
+    Parameters
+    ----------
+    tree : HST
+        The tree; its leaves are the locations.
+    f : float
+        The uniform facility cost.
+    N : numpy.ndarray
+        The client count of every location (private), in location order.
+    name : str, default "hst"
+        A label for reports.
+    info : dict, optional
+        Free-form public metadata.
+    """
 
     tree: HST
     f: float

@@ -22,7 +22,8 @@ import numpy as np
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import make_rng
 
-from .data import HST, check_lambda
+from .checks import check_lambda
+from .data import HST
 from .hst import leaf_distances
 
 __all__ = [
@@ -148,6 +149,27 @@ def frt_embedding(
     ``beta``/``perm`` override the random draws (for worked examples); otherwise ``U ~ U[0,1)``,
     ``β = λ^{-U}`` and π are drawn from ``rng`` in that order.  Distinct locations at distance 0
     are rejected (merge them first: :meth:`UFLInstance.merged`).
+
+    Parameters
+    ----------
+    d : numpy.ndarray, optional
+        An ``n x n`` metric (give ``d`` or ``points``).
+    points : numpy.ndarray, optional
+        Euclidean points, one row per location.
+    lam : float, default 1.5
+        λ in (1, 2).
+    radius_mode : {"tight", "geometric"}, default "tight"
+        The radii of the levels.
+    rng : None, int or numpy.random.Generator, optional
+        The draw of ``β`` and π.
+    beta : float, optional
+        A fixed ``β`` in ``(1/λ, 1]``.
+    perm : sequence of int, optional
+        A fixed permutation π.
+
+    Returns
+    -------
+    Embedding
     """
     lam = check_lambda(lam)
     if radius_mode not in RADIUS_MODES:
@@ -216,6 +238,23 @@ def measured_stretch(d: np.ndarray, lam: float = 1.5, radius_mode: str = "tight"
 
     Returns the mean over pairs of the per-pair mean, its max over pairs, the smallest single
     ratio seen (>= 1 by domination) and the (18b) bound ``C_dist H_n``.
+
+    Parameters
+    ----------
+    d : numpy.ndarray
+        An ``n x n`` metric.
+    lam : float, default 1.5
+        λ in (1, 2).
+    radius_mode : {"tight", "geometric"}, default "tight"
+        The radii of the levels.
+    trees : int, default 100
+        Independent embeddings.
+    seed : int, default 0
+        Seeds the trees.
+
+    Returns
+    -------
+    dict
     """
     rng = make_rng(seed)
     total = None

@@ -21,7 +21,8 @@ import numpy as np
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import make_rng
 
-from .data import HST, HSTInstance, UFLInstance, check_epsilon, check_lambda
+from .checks import check_epsilon, check_lambda
+from .data import HST, HSTInstance, UFLInstance
 from .frt import Embedding, frt_embedding
 from .mechanism import run_tree
 from .results import TreeRelease, TreeRun, true_label
@@ -46,7 +47,21 @@ class PipelineDiagnostics:
 @dataclass
 class PipelineReport:
     """One pipeline run: what it publishes, (T, R), in :attr:`release`, and its true-data report in
-    ``diagnostics`` (``facility``, ``S`` and the three costs are read-only aliases of it)."""
+    ``diagnostics`` (``facility``, ``S`` and the three costs are read-only aliases of it).
+
+    Parameters
+    ----------
+    embedding : Embedding
+        The FRT-λ tree and its scale ``d_min``.
+    run : TreeRun
+        The tree algorithm's run on the scaled instance.
+    diagnostics : PipelineDiagnostics
+        Serving and costs in original units (true data).
+    epsilon : float
+        The privacy parameter.
+    f : float
+        The facility cost in original units.
+    """
 
     embedding: Embedding
     run: TreeRun  # on the d_min-scaled instance
@@ -116,6 +131,27 @@ def dp_ufl_general(
     Clients connect in the tree metric to ``s_T(v)`` and open ``rep(s_T(v))`` (a real location).
     ``realized_cost`` charges each client its tree-chosen facility in ``d``; ``set_cost`` lets it
     re-optimise within the opened set.  Pass ``embedding`` to reuse a tree (it depends on d only).
+
+    Parameters
+    ----------
+    instance : UFLInstance
+        The metric, the facility cost and the client counts (private).
+    epsilon : float
+        The privacy parameter ε > 0.
+    lam : float, default 1.5
+        λ of the FRT-λ tree.
+    radius_mode : {"tight", "geometric"}, default "tight"
+        The FRT radii (:data:`~dpmodels.facility.frt.RADIUS_MODES`).
+    rng : None, int or numpy.random.Generator, optional
+        The tree's and the marks' randomness (None: secure; a seed is not private).
+    algorithm : str, default "dp"
+        A key of :data:`~dpmodels.facility.mechanism.BASELINES`.
+    embedding : Embedding, optional
+        A tree to reuse instead of drawing one.
+
+    Returns
+    -------
+    PipelineReport
     """
     eps = check_epsilon(epsilon)
     lam = check_lambda(lam)

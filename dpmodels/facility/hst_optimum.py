@@ -26,6 +26,20 @@ def lb9(tree: HST, f: float, N) -> tuple[float, np.ndarray]:
 
     The recursion of spec 5.4 (``A(u) = max(B_u, sum_children A(w))``); returns the value and an
     optimal antichain (node ids).
+
+    Parameters
+    ----------
+    tree : HST
+        The tree.
+    f : float
+        The facility cost.
+    N : array_like
+        The client count of every location.
+
+    Returns
+    -------
+    tuple
+        ``(value, antichain)``.
     """
     counts = subtree_counts(tree, N).astype(float)
     B = np.minimum(f, counts * tree.lam ** tree.level.astype(float))
@@ -73,6 +87,16 @@ def tree_dp(instance: HSTInstance) -> TreeDPResult:
 
     ``H_u(j)``: min cost inside ``T_u`` given a facility in ``T_u`` and the nearest outside facility
     reached at level j (``j = L+1`` stands for none); ``E_u(j) = N_u D(j)`` with ``D(j) = 2 g_j``.
+
+    Parameters
+    ----------
+    instance : HSTInstance
+        The tree, the facility cost ``f`` and the client counts ``N`` (private).
+
+    Returns
+    -------
+    TreeDPResult
+        The optimum and the open locations.
     """
     tree, f = instance.tree, instance.f
     L, m = tree.L, tree.n_nodes

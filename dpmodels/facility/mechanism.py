@@ -32,7 +32,8 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import make_rng
 from dpmodels.core.randomness import describe
 
-from .data import HSTInstance, check_epsilon, check_lambda
+from .checks import check_epsilon, check_lambda
+from .data import HSTInstance
 from .hst import minset, pad, subtree_counts
 from .marks import draw_marks, exact_spend, float_above, level_thresholds
 from .results import NO_RANDOMNESS, TreeRun
@@ -69,6 +70,15 @@ def robust_lprime(epsilon: float, f: float, lam: float) -> int:
     Rounding toward the smaller L' at exact powers of λ is the privacy-safe side.  λ must lie in
     (1, 2) (λ <= 1 has no such ℓ), and L' above :data:`MAX_LPRIME` is refused: the padded tree
     would have that many levels (λ close to 1 with a large εf).
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy parameter ε > 0.
+    f : float
+        The facility cost.
+    lam : float
+        λ in (1, 2).
     """
     lam = check_lambda(lam, "lambda")
     eps = check_epsilon(epsilon)
@@ -101,7 +111,17 @@ def noise_constant(lam: float) -> float:
 
 
 def noise_scales(f: float, lam: float, lprime: int) -> np.ndarray:
-    """Laplace scale per level ``ℓ = 0..L'-1``: ``b_ℓ = f / (c η^{L'+ℓ})`` (largest at the leaves)."""
+    """Laplace scale per level ``ℓ = 0..L'-1``: ``b_ℓ = f / (c η^{L'+ℓ})`` (largest at the leaves).
+
+    Parameters
+    ----------
+    f : float
+        The facility cost.
+    lam : float
+        λ in (1, 2).
+    lprime : int
+        L' (:func:`robust_lprime`).
+    """
     eta = math.sqrt(lam)
     ell = np.arange(lprime, dtype=float)
     return f / (noise_constant(lam) * eta ** (lprime + ell))
@@ -109,17 +129,55 @@ def noise_scales(f: float, lam: float, lprime: int) -> np.ndarray:
 
 def epsilon_used(f: float, lam: float, lprime: int) -> float:
     """Basic composition over one ancestor per noisy level: ``sum_ℓ 1/b_ℓ`` (spec 3.6, <= ε), computed
-    exactly for the float scales and rounded up (:func:`.marks.exact_spend`)."""
+    exactly for the float scales and rounded up (:func:`.marks.exact_spend`).
+
+    Parameters
+    ----------
+    f : float
+        The facility cost.
+    lam : float
+        λ in (1, 2).
+    lprime : int
+        L' (:func:`robust_lprime`).
+    """
     return float_above(exact_spend(noise_scales(f, lam, lprime))) if lprime > 0 else 0.0
 
 
 def algorithm1(instance: HSTInstance, epsilon: float = 1.0, sites: str = "leaves") -> TreeRun:
-    """UFL-tree-base(ε) (spec 3.3), non-private; ε = 1 gives the O(1)-approximation."""
+    """UFL-tree-base(ε) (spec 3.3), non-private; ε = 1 gives the O(1)-approximation.
+
+    Parameters
+    ----------
+    instance : HSTInstance
+        The tree, the facility cost ``f`` and the client counts ``N`` (private).
+    epsilon : float, default 1.0
+        Sets L' (nothing is drawn).
+    sites : {"leaves", "all_nodes"}, default "leaves"
+        Where facilities open: ``rep`` of the serving node, or the tree node itself.
+    """
     return run_tree(instance, epsilon, "base", sites=sites)
 
 
 def algorithm2(instance: HSTInstance, epsilon: float, rng=None, sites: str = "leaves") -> TreeRun:
-    """DP-UFL-tree(ε) (spec 3.4): ε-DP under adding or removing one client (2ε under replace-one, A1)."""
+    """DP-UFL-tree(ε) (spec 3.4): ε-DP under adding or removing one client (2ε under replace-one, A1).
+
+    Parameters
+    ----------
+    instance : HSTInstance
+        The tree, the facility cost ``f`` and the client counts ``N`` (private).
+    epsilon : float
+        The privacy parameter ε > 0.
+    rng : None, int or numpy.random.Generator, optional
+        The marks' randomness: None draws from the secure generator; a seed is for experiments
+        (not private).
+    sites : {"leaves", "all_nodes"}, default "leaves"
+        Where facilities open: ``rep`` of the serving node, or the tree node itself.
+
+    Returns
+    -------
+    TreeRun
+        The published (T, R) in ``release``; true-data costs in ``diagnostics``.
+    """
     return run_tree(instance, epsilon, "dp", rng=rng, sites=sites)
 
 
@@ -133,6 +191,24 @@ def run_tree(instance: HSTInstance, epsilon: float, algorithm: str = "dp", rng=N
     (``= c η^{L'-ℓ} |1 - N_u λ^ℓ / f|`` for ``dp`` and ``dp_all_marked``).  The marks are drawn
     exactly from that law (:func:`.marks.draw_marks`, τ = ``Fraction(f) / Fraction(λ^ℓ)`` from the
     floats); ``rng=None`` is the secure generator.
+
+    Parameters
+    ----------
+    instance : HSTInstance
+        The tree, the facility cost ``f`` and the client counts ``N`` (private).
+    epsilon : float
+        The privacy parameter ε > 0.
+    algorithm : str, default "dp"
+        A key of :data:`BASELINES`.
+    rng : None, int or numpy.random.Generator, optional
+        The marks' randomness: None draws from the secure generator; a seed is for experiments
+        (not private).
+    sites : {"leaves", "all_nodes"}, default "leaves"
+        Where facilities open: ``rep`` of the serving node, or the tree node itself.
+
+    Returns
+    -------
+    TreeRun
     """
     if algorithm not in BASELINES:
         raise DataValidationError("algorithm", f"must be one of {sorted(BASELINES)}, got {algorithm!r}")

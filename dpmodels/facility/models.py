@@ -132,6 +132,19 @@ def build_ufl_mip(
 
     For an :class:`HSTInstance` the metric is ``d_T`` and ``sites`` chooses the leaves (labelled by
     location) or all nodes (labelled by node id).  ``forced_open`` fixes ``y_i = 1``.
+
+    Parameters
+    ----------
+    instance : UFLInstance or HSTInstance
+        The instance (its metric: ``d``, or ``d_T`` on an HST).
+    relax : bool, default False
+        The LP relaxation instead of the MIP.
+    sites : {"leaves", "all_nodes"}, default "leaves"
+        On an HST: facilities at the leaves or at every node.
+    forced_open : iterable, optional
+        Sites fixed open (``y_i = 1``).
+    fingerprint : bool, default True
+        Record the model's structural hash in its marker.
     """
     arr = ufl_arrays(instance, sites)
     m = pyo.ConcreteModel(name="UFL LP relaxation" if relax else "UFL MIP")
@@ -151,7 +164,17 @@ def build_ufl_mip(
 )
 def build_tree_model(instance: HSTInstance, *, sites: str = "leaves", relax: bool = False) -> pyo.ConcreteModel:
     """UFL on the HST metric ``d_T`` (formulation ``facility.tree``), solved exactly by MIP solvers and
-    ``facility_tree_dp`` (leaves), or privately by ``facility_mechanism`` (both site modes)."""
+    ``facility_tree_dp`` (leaves), or privately by ``facility_mechanism`` (both site modes).
+
+    Parameters
+    ----------
+    instance : HSTInstance
+        The tree, the facility cost ``f`` and the client counts ``N`` (private).
+    sites : {"leaves", "all_nodes"}, default "leaves"
+        Where facilities open: ``rep`` of the serving node, or the tree node itself.
+    relax : bool, default False
+        The LP relaxation instead of the MIP.
+    """
     if not isinstance(instance, HSTInstance):
         raise DataValidationError("instance", f"the tree model needs an HSTInstance, got {type(instance).__name__}")
     arr = ufl_arrays(instance, sites)
@@ -169,7 +192,13 @@ def build_tree_model(instance: HSTInstance, *, sites: str = "leaves", relax: boo
     doc="Claim 9's antichain LP: its optimum is the lower bound LB9",
 )
 def build_lb9_lp(instance: HSTInstance) -> pyo.ConcreteModel:
-    """Claim 9's antichain LP (spec 5.4): its optimum is LB9 <= opt (facilities anywhere in V_T)."""
+    """Claim 9's antichain LP (spec 5.4): its optimum is LB9 <= opt (facilities anywhere in V_T).
+
+    Parameters
+    ----------
+    instance : HSTInstance
+        The tree, the facility cost ``f`` and the client counts ``N`` (private).
+    """
     tree = instance.tree
     counts = subtree_counts(tree, instance.N).astype(float)
     B = np.minimum(instance.f, counts * tree.lam ** tree.level.astype(float))
@@ -186,7 +215,22 @@ def build_lb9_lp(instance: HSTInstance) -> pyo.ConcreteModel:
 
 
 def solve_reference(model, solver: str = "highs", time_limit: float | None = None) -> float:
-    """Optimum of a facility model with a zero MIP gap; raises unless the solver proved optimality."""
+    """Optimum of a facility model with a zero MIP gap; raises unless the solver proved optimality.
+
+    Parameters
+    ----------
+    model : pyomo.environ.ConcreteModel
+        A model of this family.
+    solver : str, default "highs"
+        The backend (``highs``, ``scip``, ...).
+    time_limit : float, optional
+        Seconds.
+
+    Returns
+    -------
+    float
+        The proven optimum.
+    """
     from pyomo.contrib.solver.common.results import TerminationCondition
 
     from dpmodels.core.facade import solve
@@ -199,5 +243,11 @@ def solve_reference(model, solver: str = "highs", time_limit: float | None = Non
 
 
 def open_sites(model) -> list:
-    """Site labels with ``y_i > 0.5`` after a solve."""
+    """Site labels with ``y_i > 0.5`` after a solve.
+
+    Parameters
+    ----------
+    model : pyomo.environ.ConcreteModel
+        A solved facility model.
+    """
     return [i for i in model.I if (model.y[i].value or 0) > 0.5]

@@ -14,7 +14,8 @@ import numpy as np
 
 from dpmodels.core.errors import DataValidationError
 
-from .data import HSTInstance, check_epsilon, check_lambda
+from .checks import check_epsilon, check_lambda
+from .data import HSTInstance
 from .hst import pad, subtree_counts
 from .mechanism import noise_scales, robust_lprime
 
@@ -49,6 +50,22 @@ def privacy_loss_exact(instance: HSTInstance, other_counts, epsilon: float, algo
 
     Marks are independent across nodes, so ``ε_M = sum_u max(|ln p_u/p'_u|, |ln (1-p_u)/(1-p'_u)|)``
     with ``p_u = P[N_u + Lap(b_ℓ) >= f/λ^ℓ]``.  R and the clients' facilities are post-processing.
+
+    Parameters
+    ----------
+    instance : HSTInstance
+        The tree, the facility cost ``f`` and the client counts ``N`` (private).
+    other_counts : array_like
+        The neighbouring counts ``N'`` (location order).
+    epsilon : float
+        The privacy parameter ε > 0.
+    algorithm : {"dp", "dp_uniform_noise"}, default "dp"
+        Whose noise.
+
+    Returns
+    -------
+    float
+        ``ε_M``.
     """
     if algorithm not in ("dp", "dp_uniform_noise"):
         raise DataValidationError("algorithm", "the exact oracle covers the noise of 'dp' and 'dp_uniform_noise'")

@@ -35,7 +35,8 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.facts import ReleaseFacts
 from dpmodels.core.session import PrivacySession
 
-from .data import HSTInstance, UFLInstance, check_lambda
+from .checks import check_lambda
+from .data import HSTInstance, UFLInstance
 from .frt import RADIUS_MODES
 from .general_metric import dp_ufl_general
 from .hst import rep
@@ -73,6 +74,15 @@ class FacilityRelease:
     tree distance; 1 on an HST instance); ``facilities`` the location ``rep(u)`` of every
     ``u`` in R, in R's order (post-processing of (T, R): where a candidate opens in the default
     ``"leaves"`` site mode; in ``"all_nodes"`` mode the node itself is the site).
+
+    Parameters
+    ----------
+    tree : TreeRelease
+        The tree run's publication.
+    scale : float
+        The embedding's ``d_min`` (1 on an HST instance).
+    facilities : numpy.ndarray
+        The location ``rep(u)`` of every ``u`` in R.
     """
 
     tree: TreeRelease

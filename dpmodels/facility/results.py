@@ -45,6 +45,27 @@ class TreeRelease:
     randomness source of the marks (``describe(rng)``; :data:`NO_RANDOMNESS` if nothing is drawn).
 
     Each client derives its facility from (T, R) alone.  Releases compare by value (:meth:`as_dict`).
+
+    Parameters
+    ----------
+    algorithm : str
+        The tree algorithm.
+    private : bool
+        Whether the run is ε-DP at a finite ε.
+    epsilon : float
+        The privacy parameter.
+    eps_used : float
+        The privacy spent.
+    lprime : int
+        L'.
+    scales : tuple
+        The Laplace scale per noisy level.
+    tree : HST
+        The (padded) tree T.
+    R : tuple
+        The published node ids.
+    randomness : str, optional
+        The marks' randomness source.
     """
 
     algorithm: str
@@ -73,7 +94,19 @@ class TreeRelease:
 class TreeDiagnostics:
     """What the true client counts N decide once R is published, for reports and tests only: never
     release it beside R.  ``facility``: the node serving each location, ``-1`` where ``N_v = 0``;
-    ``S``: the opened nodes; the facility and connection costs in ``d_T``, and their sum ``cost``."""
+    ``S``: the opened nodes; the facility and connection costs in ``d_T``, and their sum ``cost``.
+
+    Parameters
+    ----------
+    facility : numpy.ndarray
+        The serving node of every location, -1 without clients.
+    S : numpy.ndarray
+        The opened nodes.
+    facility_cost : float
+        ``f |S|``.
+    connection_cost : float
+        The clients' distances in ``d_T``.
+    """
 
     facility: np.ndarray
     S: np.ndarray
@@ -97,6 +130,35 @@ class TreeRun:
     ``eps_used`` is the privacy spent (basic composition, spec 3.6, the exact ``sum 1/b_ℓ`` rounded
     up); it is ``inf`` for the non-private algorithms of :data:`NON_PRIVATE` (and by default, the
     safe side).  ``randomness`` names the marks' source (``describe(rng)``).
+
+    Parameters
+    ----------
+    algorithm : str
+        The key of :data:`~dpmodels.facility.mechanism.BASELINES` that ran.
+    tree : HST
+        The tree, padded so that ``L >= L'``.
+    epsilon : float
+        The privacy parameter.
+    lprime : int
+        L'.
+    marked : numpy.ndarray
+        The marked set M (boolean over nodes; not published).
+    R : numpy.ndarray
+        The published node ids.
+    sites : str
+        The site mode.
+    assign : numpy.ndarray
+        Every location's nearest member of R (node id).
+    diagnostics : TreeDiagnostics
+        What the true counts decide.
+    scales : numpy.ndarray, optional
+        The Laplace scale per noisy level.
+    eps_used : float, default inf
+        The privacy spent.
+    draws : int, default 0
+        The number of marks drawn.
+    randomness : str, optional
+        The marks' randomness source.
     """
 
     algorithm: str

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from dpmodels import instances
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
-from dpmodels.facility.data import HST, HSTInstance, UFLInstance, check_epsilon, check_lambda, euclidean
+from dpmodels.facility.checks import check_epsilon, check_lambda
+from dpmodels.facility.data import HST, HSTInstance, UFLInstance, euclidean
 from dpmodels.facility.frt import distortion_bound, frt_embedding, measured_stretch, stretch_ratios
 from dpmodels.facility.general_metric import dp_ufl_general
 from dpmodels.facility.hst import (
