@@ -26,17 +26,17 @@ TINY = ["--set", "scale=0.01", "--set", "N=10", "--set", "census.n_counties=60",
 
 @pytest.fixture(scope="module")
 def table7_run(tmp_path_factory):
-    """One --table7 run on the tiny shapes: its printed output, its CSV and its PNG."""
+    """One --table7 run on the tiny shapes: its results (stdout), its CSV, its PNG and its notes (stderr)."""
     folder = tmp_path_factory.mktemp("table7")
     csv, png = folder / "runs.csv", folder / "fig8-9.png"
-    out = io.StringIO()  # capsys is function-scoped
-    with contextlib.redirect_stdout(out):
+    out, err = io.StringIO(), io.StringIO()  # capsys is function-scoped
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(["compare", "pgsr", "--table7", *TINY, "--no-progress", "--csv", str(csv), "--plot", str(png)])
-    return code, out.getvalue(), pd.read_csv(csv), png
+    return code, out.getvalue(), pd.read_csv(csv), png, err.getvalue()
 
 
 def test_table7_prints_the_paper_layout_for_both_shapes(table7_run):
-    code, out, runs, _ = table7_run
+    code, out, runs, _, _ = table7_run
     assert code == 0
     assert "Census-like, L1 in units of 1e3" in out and "Taxi-like, L1 in units of 1e4" in out
     assert set(runs["shape"]) == {"census", "taxi"}
@@ -49,7 +49,7 @@ def test_table7_prints_the_paper_layout_for_both_shapes(table7_run):
 
 
 def test_each_cell_is_our_mean_in_the_papers_unit_beside_the_papers_number(table7_run):
-    _, out, runs, _ = table7_run
+    _, out, runs, _, _ = table7_run
     line = next(ln for ln in out.splitlines() if ln.startswith("0.1 M_H^r"))
     census = runs[(runs["shape"] == "census") & (runs["epsilon"] == 0.1) & (runs["mechanism"] == "M_H^r")].iloc[0]
     assert f"{census['L1 level 1'] / 1e3:,.1f} (40.3)" in line  # Census Lev 1 of M_H^r at eps 0.1
@@ -62,7 +62,7 @@ def test_each_cell_is_our_mean_in_the_papers_unit_beside_the_papers_number(table
 
 
 def test_exact_mechanisms_and_topdown_have_no_violations(table7_run):
-    _, out, runs, _ = table7_run
+    _, out, runs, _, _ = table7_run
     must = runs[~runs["mechanism"].isin(MAY_VIOLATE)]
     assert must["#CV"].notna().all() and (must["#CV"] == 0).all()
     assert (must["#faithfulness"] == 0).all() and (must["#negative"] == 0).all()
@@ -71,8 +71,8 @@ def test_exact_mechanisms_and_topdown_have_no_violations(table7_run):
 
 
 def test_table7_reports_times_and_draws_figures_8_and_9(table7_run):
-    _, out, runs, png = table7_run
-    assert "post-processing seconds" in out and "wall time:" in out
+    _, out, runs, png, err = table7_run
+    assert "post-processing seconds" in out and "wall time:" in err  # the wall time is a note, logged
     assert (runs.dropna(subset=["L1 total"])["seconds"] > 0).all()
     assert png.stat().st_size > 20_000
 
