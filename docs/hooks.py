@@ -125,12 +125,13 @@ def griffe_path(dotted: str) -> str:
     return dotted
 
 
-def export_targets(package: str) -> list[tuple[str, str]]:
-    """``(exported name, where its documentation is collected)`` for each name of ``__all__``.
+def export_targets(package: str) -> list[tuple[str, str | None, str]]:
+    """``(exported name, where mkdocstrings collects it, value or alias)`` for each name of ``__all__``.
 
-    Packages export lazily (PEP 562) or by re-import, which a static reader cannot follow; the
-    package is imported and each object's defining module read instead (for a constant, which
-    does not know its module, the submodule whose source assigns it).
+    Packages export lazily (PEP 562) or by re-import, which a static reader cannot follow, so the
+    package is imported and each class's or function's defining module read from the object
+    (``__module__``; an export under another name is collected under its own and noted as an alias).
+    A constant knows no module: its collection path is ``None`` and its value is shown instead.
 
     Parameters
     ----------
@@ -138,46 +139,50 @@ def export_targets(package: str) -> list[tuple[str, str]]:
         A dotted package name, e.g. ``dpmodels.pgsr``.
     """
     module = importlib.import_module(package)
-    targets = []
+    exports = []
     for name in getattr(module, "__all__", ()):
-        if not name.startswith("__"):
-            targets.append((name, griffe_path(f"{defining_module(package, name, getattr(module, name))}.{name}")))
-    return targets
+        if name.startswith("__"):
+            continue
+        obj = getattr(module, name)
+        home = getattr(obj, "__module__", None) if callable(obj) else None
+        original = getattr(obj, "__name__", None)
+        if isinstance(home, str) and home.startswith("dpmodels") and isinstance(original, str):
+            alias = "" if original == name else original  # e.g. PrivacyAccountant = PrivacyLedger
+            exports.append((name, griffe_path(f"{home}.{original}"), alias))
+        elif callable(obj):
+            exports.append((name, griffe_path(f"{package}.{name}"), ""))
+        else:
+            exports.append((name, None, constant_value(obj)))
+    return exports
 
 
-def defining_module(package: str, name: str, obj) -> str:
-    """The module of ``package`` (or the package itself) where ``obj``, exported as ``name``, is defined.
+def constant_value(obj, limit: int = 100) -> str:
+    """A constant as the reference shows it: a mapping by its keys, anything else by its ``repr``
+    without memory addresses, at most ``limit`` characters.
 
     Parameters
     ----------
-    package : str
-        The exporting package.
-    name : str
-        The exported name.
     obj : object
-        The exported object.
+        The exported constant.
+    limit : int
+        The longest text shown.
     """
-    home = getattr(obj, "__module__", None)
-    if isinstance(home, str) and home.startswith("dpmodels") and getattr(obj, "__name__", None) == name:
-        return home
-    assigned = re.compile(rf"^{re.escape(name)}\s*[:=]", re.M)
-    for module_name, loaded in sorted(sys.modules.items()):
-        if module_name.startswith(f"{package}.") and getattr(loaded, name, None) is obj:
-            source = getattr(loaded, "__file__", None)
-            if source and assigned.search(Path(source).read_text(encoding="utf-8")):
-                return module_name
-    return package
+    if isinstance(obj, dict):
+        text = f"{type(obj).__name__} of {len(obj)}: " + ", ".join(map(repr, obj))
+    else:
+        text = re.sub(r" at 0x[0-9a-f]+", "", repr(obj))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def reference_page(package: str, targets: list[tuple[str, str]], elsewhere: dict[str, str] | None = None) -> str:
-    """The API reference page of ``package``: its docstring, then each export's documentation.
+def reference_page(package: str, exports: list[tuple], elsewhere: dict[str, str] | None = None) -> str:
+    """The API reference page of ``package``: its docstring, its constants, each export's documentation.
 
     Parameters
     ----------
     package : str
         A dotted package name, e.g. ``dpmodels.pgsr``.
-    targets : list of (str, str)
-        Its exports and where to collect them, as :func:`export_targets` returns.
+    exports : list of (str, str or None, str)
+        Its exports, as :func:`export_targets` returns.
     elsewhere : dict, optional
         Collection path -> the reference page (file name) that already documents it: such an
         export (``dpmodels.solve`` is ``dpmodels.core.solve``) is linked there, not repeated.
@@ -185,13 +190,19 @@ def reference_page(package: str, targets: list[tuple[str, str]], elsewhere: dict
     elsewhere = elsewhere or {}
     lines = [f"# {package}", "", f"::: {griffe_path(package)}", "    options:", "      members: false"]
     lines += ["      show_root_heading: false", ""]
-    if targets:
-        lines += ["Exported names: " + ", ".join(f"`{name}`" for name, _ in targets) + ".", ""]
-    for name, target in targets:
+    if exports:
+        lines += ["Exported names: " + ", ".join(f"`{name}`" for name, *_ in exports) + ".", ""]
+    constants = [(name, value) for name, target, value in exports if target is None]
+    if constants:
+        lines += ["## Constants", "", "| name | value |", "| --- | --- |"]
+        lines += [f"| `{name}` | `{value.replace('|', '¦')}` |" for name, value in constants] + [""]
+    for name, target, alias in exports:
+        if target is not None and alias:
+            lines += [f"`{name}` is another name for `{alias}`.", ""]
         if target in elsewhere:
             page = elsewhere[target]
             lines += [f"`{name}` is documented on [{page}]({page}.md#{target}).", ""]
-        else:
+        elif target is not None:
             lines += [f"::: {target}", "    options:", "      show_root_full_path: false", ""]
     return "\n".join(lines)
 
@@ -240,11 +251,11 @@ def on_files(files: Files, config) -> Files:
     """Add the generated pages and the notebooks to the site's files."""
     from dpmodels.core.families import PACKAGE_DIR
 
-    documented: dict[str, str] = {}  # each object on the first page that exports it
+    documented: dict[str, str] = {}  # each object on the first page that exports it (a page per object)
     for page, package in reference_pages(family_names()).items():
         targets = export_targets(package)
         content = reference_page(package, targets, documented)
-        documented.update({target: page for _, target in targets if target not in documented})
+        documented.update({target: page for _, target, _ in targets if target and target not in documented})
         files.append(File.generated(config, f"reference/{page}.md", content=content))
     for name in family_names():
         if files.get_file_from_path(f"families/{name}.md") is None:

@@ -72,7 +72,7 @@ def test_on_files_adds_the_pages_of_a_new_family_and_keeps_hand_written_guides(h
     monkeypatch.setattr(config.plugins, "_current_plugin", "hooks", raising=False)  # set while MkDocs runs a hook
     monkeypatch.setattr(hooks, "family_names", lambda: ("pgsr", "toy"))
     monkeypatch.setattr(hooks, "family_docstring", lambda name, folder: f"The {name} family.")
-    monkeypatch.setattr(hooks, "export_targets", lambda package: [("thing", f"{package}.things.thing")])
+    monkeypatch.setattr(hooks, "export_targets", lambda package: [("thing", f"{package}.things.thing", "")])
     files = hooks.on_files(get_files(config), config)
     toy_reference = files.get_file_from_path("reference/toy.md").content_string
     assert "::: dpmodels.toy\n" in toy_reference and "::: dpmodels.toy.things.thing\n" in toy_reference
@@ -82,24 +82,41 @@ def test_on_files_adds_the_pages_of_a_new_family_and_keeps_hand_written_guides(h
         assert files.get_file_from_path(f"notebooks/{notebook.name}").abs_src_path == str(notebook)
 
 
-@pytest.mark.parametrize("package", ["dpmodels", "dpmodels.core", "dpmodels.instances", "dpmodels.pgsr"])
+PACKAGES = ["dpmodels", "dpmodels.core", "dpmodels.instances", *(f"dpmodels.{name}" for name in family_names())]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
 def test_export_targets_name_where_each_export_is_defined(hooks, package):
     """Oracle: importing the target's module (the checkout's folders mapped back into dpmodels) gives
-    the very object the package exports."""
+    the very object the package exports; a constant is shown by its value instead."""
     module = importlib.import_module(package)
-    targets = dict(hooks.export_targets(package))
-    assert set(targets) == {name for name in module.__all__ if not name.startswith("__")}
-    for name, target in targets.items():
+    exports = {name: (target, value) for name, target, value in hooks.export_targets(package)}  # value: or alias
+    assert set(exports) == {name for name in module.__all__ if not name.startswith("__")}
+    for name, (target, value) in exports.items():
+        obj = getattr(module, name)
+        if target is None:
+            assert not callable(obj) and value and " at 0x" not in value, name
+            continue
         home, attr = target.rsplit(".", 1)
         home = home if home.startswith("dpmodels") else f"dpmodels.{home}"
-        assert getattr(importlib.import_module(home), attr) is getattr(module, name), name
+        assert getattr(importlib.import_module(home), attr) is obj and attr == (value or name), name
+
+
+def test_a_mapping_constant_is_shown_by_its_keys(hooks):
+    shown = hooks.constant_value({"M_H": print, "M_c": len})
+    assert shown == "dict of 2: 'M_H', 'M_c'"
+    assert len(hooks.constant_value("x" * 500)) == 100
 
 
 def test_an_export_of_two_packages_is_documented_once(hooks):
-    targets = [("solve", "dpmodels.core.facade.solve"), ("Hierarchy", "dpmodels.core.hierarchy.Hierarchy")]
-    page = hooks.reference_page("dpmodels.core", targets, {"dpmodels.core.facade.solve": "dpmodels"})
+    exports = [
+        ("solve", "dpmodels.core.facade.solve", ""),
+        ("Hierarchy", "dpmodels.core.hierarchy.Hierarchy", ""),
+        ("LIMIT", None, "10"),
+    ]
+    page = hooks.reference_page("dpmodels.core", exports, {"dpmodels.core.facade.solve": "dpmodels"})
     assert page.count(":::") == 2 and "::: dpmodels.core.hierarchy.Hierarchy\n" in page
-    assert "[dpmodels](dpmodels.md#dpmodels.core.facade.solve)" in page
+    assert "[dpmodels](dpmodels.md#dpmodels.core.facade.solve)" in page and "| `LIMIT` | `10` |" in page
 
 
 def test_measurement_tables_show_every_record_of_the_file(tables, tmp_path):
@@ -153,13 +170,3 @@ def _scalar_maps(part):
         for value in part.values():
             if isinstance(value, dict):
                 yield from _scalar_maps(value)
-
-
-def test_a_constant_is_documented_where_its_module_assigns_it(hooks):
-    """``MECHANISMS`` (a dict: no ``__module__``) is found in the submodule whose source assigns it."""
-    import dpmodels.pgsr
-
-    home = hooks.defining_module("dpmodels.pgsr", "MECHANISMS", dpmodels.pgsr.MECHANISMS)
-    assert home.startswith("dpmodels.pgsr.") and importlib.import_module(home).MECHANISMS is dpmodels.pgsr.MECHANISMS
-    source = importlib.import_module(home).__file__
-    assert re.search(r"^MECHANISMS\s*[:=]", open(source).read(), re.M)
