@@ -75,7 +75,7 @@ _EXPORTS = {
     "NodeOptions": "dpmodels.topdown.solve",
     "NodeSolution": "dpmodels.topdown.solve",
     "verify_children": "dpmodels.topdown.solve",
-    "flows_hold": "dpmodels.topdown.solve",
+    "flows_hold": "dpmodels.topdown.implied",
     # release
     "release": "dpmodels.topdown.release",
     "release_facts": "dpmodels.topdown.release",

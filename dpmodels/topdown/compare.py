@@ -137,6 +137,29 @@ def compare_topdown(
 
     ``configs`` are names of :data:`CONFIGS` (or aliases) or a ``{name: NodeOptions}`` mapping;
     the default is :data:`DEFAULT_CONFIGS`.  ``seed`` fixes the noise of every ``(epsilon, run)``.
+
+    Parameters
+    ----------
+    data : TopDownData
+        The instance.
+    epsilons : sequence
+        The total budgets compared.
+    runs : int, default 3
+        Runs per budget.
+    configs : sequence of str or mapping, optional
+        Configuration names, or ``{name: NodeOptions}``.
+    seed : int, default 0
+        Fixes the noise of every ``(epsilon, run)`` (an experiment, not private).
+    executor : str or Executor, optional
+        Where the solves run.
+    progress : bool, default False
+        Show a progress bar.
+    strategy : Strategy, optional
+        The query sets.
+    level_shares : sequence, optional
+        Per-level budget shares.
+    noise : {"geometric", "laplace"}, default "geometric"
+        The noise.
     """
     configs = resolve_configs(configs)
     if isinstance(runs, bool) or not isinstance(runs, int | np.integer) or int(runs) < 1:
@@ -192,7 +215,17 @@ def measurement_digest(measurements: Measurements) -> str:
 
 
 def level_metrics(data: TopDownData, result: TopDownResult, strategy: Strategy | None = None) -> list[dict]:
-    """The per-level metrics of one TopDown release (one dict per level, level 1 = the root)."""
+    """The per-level metrics of one TopDown release (one dict per level, level 1 = the root).
+
+    Parameters
+    ----------
+    data : TopDownData
+        The true data (the metrics compare against it).
+    result : TopDownResult
+        The release.
+    strategy : Strategy, optional
+        The measured query sets (their marginals are scored).
+    """
     strategy = strategy or default_strategy(data.schema)
     geo = data.geography
     truth = data.node_histograms_all().toarray().astype(np.float64)

@@ -38,7 +38,13 @@ _SHOWN = (
 
 
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Means over the runs per ``(config, epsilon, level)`` of every numeric metric, plus ``runs``."""
+    """Means over the runs per ``(config, epsilon, level)`` of every numeric metric, plus ``runs``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A :func:`~dpmodels.topdown.compare.compare_topdown` table.
+    """
     if df.empty:
         return pd.DataFrame()
     keys = ["config", "epsilon", "level"]
@@ -85,7 +91,17 @@ def plot_topdown(df: pd.DataFrame, path: str | None = None, title: str = ""):
     """One panel per level with the mean L1 error against epsilon per configuration, the mean
     wall time per level, and the workload MAE against epsilon (leaf level); one colour per
     configuration (:mod:`dpmodels.core.figures`) and one legend below.  Writes ``path`` (PNG,
-    PDF or SVG by its suffix) when given; returns the figure."""
+    PDF or SVG by its suffix) when given; returns the figure.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A :func:`~dpmodels.topdown.compare.compare_topdown` table.
+    path : str, optional
+        Where to write the figure.
+    title : str, optional
+        The figure's title.
+    """
     from dpmodels.core.figures import figure_style, new_figure, save_figure, shared_legend
 
     table = summary_table(df)

@@ -45,7 +45,15 @@ __all__ = [
 # ---------------------------------------------------------------------- schema
 @dataclass(frozen=True)
 class Attribute:
-    """A categorical attribute with its ordered values."""
+    """A categorical attribute with its ordered values.
+
+    Parameters
+    ----------
+    name : str
+        The attribute's name.
+    values : tuple of str
+        Its ordered values (at least one).
+    """
 
     name: str
     values: tuple[str, ...]
@@ -63,7 +71,13 @@ class Attribute:
 
 @dataclass(frozen=True)
 class Schema:
-    """An ordered set of attributes; cells are flattened in C order."""
+    """An ordered set of attributes; cells are flattened in C order.
+
+    Parameters
+    ----------
+    attributes : tuple of Attribute
+        The attributes, with distinct names.
+    """
 
     attributes: tuple[Attribute, ...]
 
@@ -141,7 +155,13 @@ GQ_TYPES = (
 
 def pl94_schema(races: int = 63) -> Schema:
     """The PL94-171 schema in the 2018 End-to-End order: hhgq 8 x votingage 2 x hispanic 2 x
-    cenrace (63 nonempty subsets of 6 OMB categories; fewer for small test runs)."""
+    cenrace (63 nonempty subsets of 6 OMB categories; fewer for small test runs).
+
+    Parameters
+    ----------
+    races : int, default 63
+        How many cenrace values to keep (the first ones).
+    """
     if not 1 <= races <= 63:
         raise DataValidationError("races", f"must be in 1..63, got {races}")
     omb = ("AIAN", "Asian", "Black", "NHPI", "White", "Other")
@@ -163,7 +183,18 @@ GEOCODE_LEVELS = (("nation", 0), ("state", 2), ("county", 5), ("tract", 11), ("b
 
 
 def parse_geocode(code: str) -> dict[str, str]:
-    """Split a 15-digit block geocode into its state/county/tract/block-group/block prefixes."""
+    """Split a 15-digit block geocode into its state/county/tract/block-group/block prefixes.
+
+    Parameters
+    ----------
+    code : str
+        A 15-digit block geocode.
+
+    Returns
+    -------
+    dict
+        Level name -> geocode prefix.
+    """
     code = str(code)
     if len(code) != 15 or not (code.isascii() and code.isdigit()):
         raise DataValidationError("geocode", f"must be 15 digits (state 2, county 3, tract 6, block 4), got {code!r}")
@@ -173,7 +204,17 @@ def parse_geocode(code: str) -> dict[str, str]:
 def geography_from_geocodes(
     codes: Iterable[str], levels: Sequence[str] = ("state", "county", "tract", "block group", "block"), root: str = "US"
 ) -> Hierarchy:
-    """A geography tree whose nodes are geocode prefixes; ``levels`` picks which ones to keep."""
+    """A geography tree whose nodes are geocode prefixes; ``levels`` picks which ones to keep.
+
+    Parameters
+    ----------
+    codes : iterable of str
+        15-digit block geocodes.
+    levels : sequence of str
+        The levels kept, among state, county, tract, block group and block.
+    root : str, default "US"
+        The root's name.
+    """
     lengths = dict(GEOCODE_LEVELS)
     unknown = [lv for lv in levels if lv not in lengths or lv == "nation"]
     if unknown:
@@ -292,7 +333,21 @@ class TopDownData:
 
 
 def microdata(schema: Schema, geography: Hierarchy, leaf_counts: sp.spmatrix) -> pd.DataFrame:
-    """One record per person: the leaf's name (geocode) and the labels of its cell."""
+    """One record per person: the leaf's name (geocode) and the labels of its cell.
+
+    Parameters
+    ----------
+    schema : Schema
+        The histogram's attributes.
+    geography : Hierarchy
+        The geography tree (its leaves name the records' blocks).
+    leaf_counts : scipy.sparse matrix
+        One histogram per leaf (leaves x cells).
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
     counts = sp.coo_matrix(leaf_counts)
     if counts.nnz and ((counts.data < 0).any() or (np.mod(counts.data, 1) != 0).any()):
         raise DataValidationError("leaf_counts", "only non-negative integer histograms can be turned into records")

@@ -28,7 +28,7 @@ from .data import PublicKnowledge, Schema, TopDownData, microdata
 from .mechanism import Measurements, Strategy, measure
 from .node_data import ChildSpec, NodeProblem, WeightedQuery
 from .queries import is_identity, kron_query
-from .solve import NodeOptions, NodeSolution, flows_hold, solve_node
+from .solve import NodeOptions, NodeSolution, solve_node
 
 __all__ = ["TopDownResult", "topdown", "run_topdown", "free_marginal", "node_problem"]
 
@@ -39,6 +39,19 @@ class TopDownResult:
 
     In ``log`` and ``level_seconds``, ``level`` is the level of the histograms a solve
     released: 1 for the root solve, l + 1 for the solve of the children of a level-l node.
+
+    Parameters
+    ----------
+    geography : Hierarchy
+        The geography tree.
+    node_counts : scipy.sparse.csr_matrix
+        Regions x cells: the released histograms.
+    log : pandas.DataFrame
+        One row per solve.
+    level_seconds : dict
+        Wall time per released level.
+    checks : dict, optional
+        Violations of every public constraint on the release.
     """
 
     geography: Hierarchy
@@ -114,7 +127,29 @@ def topdown(
     executor=None,
     progress: bool = False,
 ) -> TopDownResult:
-    """Post-process the noisy measurements into integer histograms for every region."""
+    """Post-process the noisy measurements into integer histograms for every region.
+
+    Parameters
+    ----------
+    measurements : Measurements
+        The noisy answers (:func:`~dpmodels.topdown.mechanism.measure`).
+    knowledge : PublicKnowledge
+        What every solve must respect.
+    schema : Schema
+        The histogram's attributes.
+    geography : Hierarchy
+        The geography tree.
+    options : NodeOptions, optional
+        Backends and modelling choices of the node solves.
+    executor : str or Executor, optional
+        Where the solves of a level run (``dpmodels.core.executors``).
+    progress : bool, default False
+        Show a progress bar.
+
+    Returns
+    -------
+    TopDownResult
+    """
     knowledge.check(geography)  # public totals only for the invariant regions
     options = options or NodeOptions()
     mats = {q.name: q.matrix.tocsr() for q in measurements.strategy.queries}
@@ -214,6 +249,8 @@ def check_release(result: TopDownResult, knowledge: PublicKnowledge, edits: bool
     }
     out["failsafe parents"] = int(result.log.loc[result.log["failsafe"].astype(bool), "node"].nunique())
     if knowledge.gq is not None:
+        from .implied.group_quarters import flows_hold
+
         types = knowledge.gq.cell_type
         bad = sum(not flows_hold(knowledge.flow_data(geo, int(leaf)), types, counts[leaf]) for leaf in geo.leaves)
         out["leaves breaking GQ facts"] = int(bad)
@@ -238,6 +275,27 @@ def run_topdown(
     Returns ``(result, measurements)``; the post-processing sees only the measurements and
     the public knowledge, never ``data.leaf_counts``.  ``seed=None`` draws from the secure
     generator; a seed is for experiments (the ledger says the output is not private).
+
+    Parameters
+    ----------
+    data : TopDownData
+        The person histograms and the public knowledge.
+    epsilon : float or Fraction
+        The total budget.
+    strategy : Strategy, optional
+        The query sets (default :func:`~dpmodels.topdown.mechanism.default_strategy`).
+    level_shares : sequence, optional
+        Per-level budget shares (default uniform).
+    options : NodeOptions, optional
+        The node solves' choices.
+    noise : {"geometric", "laplace"}, default "geometric"
+        The noise.
+    seed : int, optional
+        None draws from the secure generator; a seed is for experiments (not private).
+    executor : str or Executor, optional
+        Where the solves of a level run.
+    progress : bool, default False
+        Show a progress bar.
     """
     measurements = measure(data, epsilon, strategy, level_shares, noise, rng=seed)
     result = topdown(
@@ -259,7 +317,19 @@ def node_problem(
     """The :class:`NodeProblem` TopDown solves: the root solve for ``node=None`` (its total is
     public), else the solve of the children of region ``node`` given its released ``parent``
     histogram (a full-length vector over the schema's cells), as the driver builds it.  Only
-    noisy answers and public knowledge go in."""
+    noisy answers and public knowledge go in.
+
+    Parameters
+    ----------
+    data : TopDownData
+        The data (only its public parts are read).
+    measurements : Measurements
+        The noisy answers.
+    node : int, optional
+        The region whose children are solved (None: the root solve).
+    parent : numpy.ndarray, optional
+        The region's released histogram (over all cells).
+    """
     geo, kn, schema = data.geography, data.knowledge, data.schema
     kn.check(geo)  # public totals only for the invariant regions
     zeros = np.zeros(schema.size, dtype=bool)

@@ -174,7 +174,21 @@ def build_failsafe_l2(
     """Failsafe for the L2 solve of a child problem: phase 1 minimises the distance to the
     parent (``sum s``) with the marginal over unconstrained attributes kept exact; phase 2
     minimises the L2 objective with ``sum s <= d* + 1`` (spec 3.8).  Builds
-    ``topdown.failsafe_l2.phase1`` or ``.phase2``."""
+    ``topdown.failsafe_l2.phase1`` or ``.phase2``.
+
+    Parameters
+    ----------
+    problem : NodeProblem
+        The node solve's data (noisy answers and public knowledge only).
+    phase : {1, 2}
+        The phase.
+    d_star : float, optional
+        Phase 1's optimum ``d*`` (phase 2 only).
+    weights : {"inverse_variance", "paper"}, default "inverse_variance"
+        The query weights of the L2 objective (``"paper"``: 1).
+    fingerprint : bool, default True
+        Record the model's structural hash in its marker.
+    """
     check_weights(weights)
     if phase == 1:
         return build_failsafe_l2_phase1(problem, fingerprint=fingerprint)
@@ -245,7 +259,21 @@ def build_failsafe_l1(
 ) -> pyo.ConcreteModel:
     """Failsafe for the rounding: ``H = floor(H*) + y`` with binary ``y`` and integer slacks
     (phase 1: distance to the parent; phase 2: the rounding objective within ``d* + 1``).
-    Builds ``topdown.failsafe_l1.phase1`` or ``.phase2``."""
+    Builds ``topdown.failsafe_l1.phase1`` or ``.phase2``.
+
+    Parameters
+    ----------
+    problem : NodeProblem
+        The node solve's data (noisy answers and public knowledge only).
+    hstar : numpy.ndarray
+        The L2 solution (children x active cells) to round.
+    phase : {1, 2}
+        The phase.
+    d_star : float, optional
+        Phase 1's optimum ``d*`` (phase 2 only).
+    fingerprint : bool, default True
+        Record the model's structural hash in its marker.
+    """
     if phase == 1:
         return build_failsafe_l1_phase1(problem, hstar, fingerprint=fingerprint)
     if phase == 2 and d_star is not None:

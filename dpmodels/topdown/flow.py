@@ -219,6 +219,21 @@ def round_by_flow(problem, hstar: np.ndarray, objective: str = "l1") -> FlowRoun
 
 
 def solve_flow_rounding(problem, hstar: np.ndarray, objective: str = "l1"):
-    """Integer rounding ``(children x cells)`` and its objective ``sum cost * y``."""
+    """Integer rounding ``(children x cells)`` and its objective ``sum cost * y``.
+
+    Parameters
+    ----------
+    problem : NodeProblem
+        The node solve's data (noisy answers and public knowledge only).
+    hstar : numpy.ndarray
+        The L2 solution (children x active cells) to round.
+    objective : {"l1", "paper"}, default "l1"
+        The rounding objective.
+
+    Returns
+    -------
+    tuple
+        ``(values, objective)``.
+    """
     result = round_by_flow(problem, hstar, objective)
     return result.values, result.objective

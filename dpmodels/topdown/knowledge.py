@@ -22,7 +22,17 @@ __all__ = ["Edit", "FlowData", "GQKnowledge", "PublicKnowledge"]
 # ---------------------------------------------------------------------- public knowledge
 @dataclass(frozen=True)
 class Edit:
-    """A linear edit ``coef . h  op  0`` that every node histogram must satisfy (spec 1.5 items 4-6)."""
+    """A linear edit ``coef . h  op  0`` that every node histogram must satisfy (spec 1.5 items 4-6).
+
+    Parameters
+    ----------
+    name : str
+        A label for logs and errors.
+    coef : numpy.ndarray
+        One coefficient per cell.
+    op : {">=", "<=", "=="}, default ">="
+        The comparison with 0.
+    """
 
     name: str
     coef: np.ndarray
@@ -45,6 +55,15 @@ class FlowData:
     ``combos[c]`` is a support (bool over types); ``lower[c, g]`` the flow lower bound
     ``f_{g,c}``; ``population[c]`` the fixed combination population ``N_c`` (or -1 when the
     node lies below the invariant level and only the lower bounds bind).
+
+    Parameters
+    ----------
+    combos : numpy.ndarray
+        Supports: combinations x types, boolean.
+    lower : numpy.ndarray
+        Flow lower bounds ``f_{g,c}`` (combinations x types).
+    population : numpy.ndarray
+        The population ``N_c`` of every combination, -1 where not fixed.
     """
 
     combos: np.ndarray
@@ -88,6 +107,17 @@ class GQKnowledge:
 
     ``cell_type[x]`` is the GQ type of cell ``x`` (household is one type); the types partition
     the cells.  ``present`` and ``lower`` have one row per leaf, in the hierarchy's leaf order.
+
+    Parameters
+    ----------
+    cell_type : numpy.ndarray
+        The GQ type of every cell.
+    type_names : tuple of str
+        One name per type.
+    present : numpy.ndarray
+        Leaves x types: whether the type is present in the leaf.
+    lower : numpy.ndarray
+        Leaves x types: population lower bounds.
     """
 
     cell_type: np.ndarray
@@ -128,6 +158,19 @@ class PublicKnowledge:
     first regions in hierarchy order, since every level is a contiguous slice.  The totals
     of deeper regions are computed from the confidential data and are not public, so they
     are kept nowhere here: :meth:`from_region_totals` drops them, :meth:`check` refuses them.
+
+    Parameters
+    ----------
+    invariant_totals : numpy.ndarray
+        The populations of the regions of levels ``<= total_level``, in hierarchy order.
+    total_level : int
+        The deepest level whose totals are invariant (1: the nation only).
+    gq : GQKnowledge, optional
+        Group-quarters facts of the leaves.
+    structural_zeros : numpy.ndarray, optional
+        Cells that are zero everywhere (boolean over cells).
+    edits : tuple of Edit, optional
+        Linear edits every histogram satisfies.
     """
 
     invariant_totals: np.ndarray

@@ -63,7 +63,15 @@ def _unit_shares(values, field: str) -> list[Fraction] | None:
 
 @dataclass(frozen=True)
 class Strategy:
-    """Query sets measured at every node, with their within-level budget shares (sum to 1)."""
+    """Query sets measured at every node, with their within-level budget shares (sum to 1).
+
+    Parameters
+    ----------
+    queries : tuple of QuerySet
+        The query sets, distinct names.
+    shares : tuple of Fraction
+        Their positive shares of a level's budget, summing to 1.
+    """
 
     queries: tuple[QuerySet, ...]
     shares: tuple[Fraction, ...]
@@ -87,7 +95,17 @@ def default_strategy(
     marginals: Sequence[Sequence[str]] = (("hhgq",), ("votingage", "hispanic", "cenrace")),
     detailed_share="1/2",
 ) -> Strategy:
-    """The detailed histogram plus a few marginals (the E2E default shape)."""
+    """The detailed histogram plus a few marginals (the E2E default shape).
+
+    Parameters
+    ----------
+    schema : Schema
+        The histogram's attributes.
+    marginals : sequence of sequence of str
+        The attribute sets of the marginals.
+    detailed_share : str or Fraction, default "1/2"
+        The detailed query's share; the marginals split the rest equally.
+    """
     marginals = [tuple(m) for m in marginals if set(m) <= set(schema.names)]
     queries = [QuerySet("detailed", identity(schema))] + [
         QuerySet(" x ".join(m), marginal(schema, m)) for m in marginals
@@ -110,7 +128,23 @@ class NodeMeasurement:
 
 @dataclass
 class Measurements:
-    """All noisy answers: ``by_node[r]`` lists the measurements of region r."""
+    """All noisy answers: ``by_node[r]`` lists the measurements of region r.
+
+    Parameters
+    ----------
+    strategy : Strategy
+        What was measured.
+    by_node : list of list of NodeMeasurement
+        The noisy answers of every region.
+    ledger : PrivacyLedger
+        Every scale, recorded before the first draw.
+    level_epsilons : tuple of Fraction
+        The budget of every level.
+    mechanism : str
+        The noise (``"geometric"`` or ``"laplace"``).
+    info : dict, optional
+        Free-form metadata.
+    """
 
     strategy: Strategy
     by_node: list[list[NodeMeasurement]]

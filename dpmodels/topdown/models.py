@@ -85,7 +85,19 @@ def build_l2(
     problem: NodeProblem, *, weights: str = "inverse_variance", edits: bool = True, fingerprint: bool = True
 ) -> pyo.ConcreteModel:
     """The L2 solve: the closest non-negative histograms to the measurements that satisfy the
-    parent sums (or the root total), the flow constraints, invariant totals and edits."""
+    parent sums (or the root total), the flow constraints, invariant totals and edits.
+
+    Parameters
+    ----------
+    problem : NodeProblem
+        The node solve's data (noisy answers and public knowledge only).
+    weights : {"inverse_variance", "paper"}, default "inverse_variance"
+        The query weights of the L2 objective (``"paper"``: 1).
+    edits : bool, default True
+        Keep the linear edits.
+    fingerprint : bool, default True
+        Record the model's structural hash in its marker.
+    """
     check_weights(weights)
     m = base_model(problem, "TopDown L2" + (" (root)" if problem.parent is None else ""))
     m.H = pyo.Var(m.children, m.cells, domain=pyo.NonNegativeReals, doc="child histograms H*_t[x]")
@@ -140,7 +152,23 @@ def build_l1(
     uses ``-phi``), subject to the same constraints as L2 on ``H``.
 
     Only cells whose parent is not already met by the floors get a ``y``; a row left with no
-    ``y`` is checked on the floors and omitted (``InfeasibleDomainError`` if they violate it)."""
+    ``y`` is checked on the floors and omitted (``InfeasibleDomainError`` if they violate it).
+
+    Parameters
+    ----------
+    problem : NodeProblem
+        The node solve's data (noisy answers and public knowledge only).
+    hstar : numpy.ndarray
+        The L2 solution (children x active cells) to round.
+    relax : bool, default False
+        The LP relaxation (``y`` in [0, 1]).
+    objective : {"l1", "paper"}, default "l1"
+        The rounding objective.
+    edits : bool, default True
+        Keep the linear edits.
+    fingerprint : bool, default True
+        Record the model's structural hash in its marker.
+    """
     if objective not in ("l1", "paper"):
         raise DataValidationError("objective", f"must be 'l1' or 'paper', got {objective!r}")
     hstar = np.asarray(hstar, dtype=np.float64).reshape(problem.m, problem.n)
@@ -183,7 +211,13 @@ def build_l1(
 
 # ---------------------------------------------------------------------- solutions
 def histogram_values(model) -> np.ndarray:
-    """The solved child histograms as a (children x active cells) array."""
+    """The solved child histograms as a (children x active cells) array.
+
+    Parameters
+    ----------
+    model : pyomo.environ.ConcreteModel
+        A solved model of :func:`build_l2`, :func:`build_l1` or a failsafe builder.
+    """
     marker = get_marker(model)
     payload = marker.data
     problem: NodeProblem = payload.problem

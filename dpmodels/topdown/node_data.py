@@ -50,7 +50,27 @@ class ChildSpec:
 @dataclass(eq=False)
 class NodeProblem:
     """Everything a TopDown solve for one parent sees: no true data, only noisy answers and
-    public knowledge.  ``parent`` is ``None`` for the root solve, whose total is ``root_total``."""
+    public knowledge.  ``parent`` is ``None`` for the root solve, whose total is ``root_total``.
+
+    Parameters
+    ----------
+    cells : numpy.ndarray
+        The active cells (the others are zero in every child).
+    children : list of ChildSpec
+        Every child's noisy answers, invariant total and flow data.
+    parent : numpy.ndarray, optional
+        The parent's released histogram on the active cells (None at the root).
+    root_total : int, optional
+        The root's invariant total (root solve only).
+    cell_type : numpy.ndarray, optional
+        The GQ type of every cell.
+    edits : tuple of Edit, optional
+        The linear edits.
+    free_marginal : scipy.sparse matrix, optional
+        The marginal the failsafe keeps exact.
+    info : dict, optional
+        Free-form metadata for logs.
+    """
 
     cells: np.ndarray
     children: list[ChildSpec]

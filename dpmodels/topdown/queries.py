@@ -33,7 +33,15 @@ __all__ = [
 
 @dataclass(frozen=True, eq=False)
 class QuerySet:
-    """A named block of linear queries (rows of a sparse matrix over the schema's cells)."""
+    """A named block of linear queries (rows of a sparse matrix over the schema's cells).
+
+    Parameters
+    ----------
+    name : str
+        The query set's name (ledgers, logs).
+    matrix : scipy.sparse.csr_matrix
+        Queries x cells.
+    """
 
     name: str
     matrix: sp.csr_matrix
@@ -65,16 +73,37 @@ def kron_query(schema: Schema, factors: Mapping[str, object]) -> sp.csr_matrix:
 
 
 def marginal(schema: Schema, attributes: Sequence[str]) -> sp.csr_matrix:
-    """The marginal on ``attributes`` (rows in C order over the kept attributes)."""
+    """The marginal on ``attributes`` (rows in C order over the kept attributes).
+
+    Parameters
+    ----------
+    schema : Schema
+        The histogram's attributes.
+    attributes : sequence of str
+        The attributes kept.
+    """
     return kron_query(schema, {a: "keep" for a in attributes})
 
 
 def identity(schema: Schema) -> sp.csr_matrix:
-    """The detailed query: every cell."""
+    """The detailed query: every cell.
+
+    Parameters
+    ----------
+    schema : Schema
+        The histogram's attributes.
+    """
     return sp.identity(schema.size, format="csr")
 
 
 def total(schema: Schema) -> sp.csr_matrix:
+    """The total query: one row summing every cell.
+
+    Parameters
+    ----------
+    schema : Schema
+        The histogram's attributes.
+    """
     return kron_query(schema, {})
 
 

@@ -259,6 +259,13 @@ def histogram_frame(schema: Schema, result: TopDownResult) -> pd.DataFrame:
 
     Cells with count 0 are left out (the schema has thousands of cells); ``level`` is 1 at
     the root (the nation) and grows to the blocks.
+
+    Parameters
+    ----------
+    schema : Schema
+        The histogram's attributes.
+    result : TopDownResult
+        The release.
     """
     counts = sp.coo_matrix(result.node_counts)
     keep = counts.data != 0

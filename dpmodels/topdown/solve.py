@@ -32,14 +32,33 @@ from .node_data import NodeProblem, split_floor
 from .tree_l2 import solve_tree_l2, tree_objective
 from .tum import matrix_certificate, tum_certificate
 
-__all__ = ["NodeOptions", "NodeSolution", "solve_node", "verify_children", "flows_hold"]
+__all__ = ["NodeOptions", "NodeSolution", "solve_node", "verify_children"]
 
 OK = TerminationCondition.convergenceCriteriaSatisfied
 
 
 @dataclass(frozen=True)
 class NodeOptions:
-    """Backends and modelling choices of a node solve."""
+    """Backends and modelling choices of a node solve.
+
+    Parameters
+    ----------
+    l2 : str, default "auto"
+        The L2 backend: ``"auto"`` (closed form when the structure allows, else clarabel),
+        ``"clarabel"``, ``"highs"`` or ``"topdown_tree_l2"``.
+    l1 : str, default "highs"
+        The rounding backend: ``"highs"`` (LP first) or ``"topdown_flow"``.
+    weights : {"inverse_variance", "paper"}, default "inverse_variance"
+        The L2 query weights.
+    objective : {"l1", "paper"}, default "l1"
+        The rounding objective.
+    edits : bool, default True
+        Keep the linear edits.
+    time_limit : float, optional
+        Seconds per solve (default 600).
+    path : {"compiled", "pyomo"}, default "compiled"
+        Matrices straight to the solver, or through the Pyomo models.
+    """
 
     l2: str = "auto"  # "auto" (tree when possible, else clarabel), "clarabel", "highs", "topdown_tree_l2"
     l1: str = "highs"  # "highs" (LP-first protocol) or "topdown_flow"
@@ -56,7 +75,19 @@ class NodeOptions:
 
 @dataclass
 class NodeSolution:
-    """Integer child histograms (children x active cells) and the log of how they were found."""
+    """Integer child histograms (children x active cells) and the log of how they were found.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Integer child histograms (children x active cells).
+    failsafe : bool
+        Whether the failsafe produced them.
+    log : list of dict, optional
+        One entry per solve attempted.
+    d_star : float, optional
+        The failsafe's distance to the parent.
+    """
 
     values: np.ndarray
     failsafe: bool
@@ -216,7 +247,19 @@ def _require(res, what: str) -> None:
 
 # ---------------------------------------------------------------------- the chain
 def solve_node(problem: NodeProblem, opts: NodeOptions | None = None) -> NodeSolution:
-    """L2 then L1 for the children of one node, escalating full -> no edits -> failsafe."""
+    """L2 then L1 for the children of one node, escalating full -> no edits -> failsafe.
+
+    Parameters
+    ----------
+    problem : NodeProblem
+        The node solve's data (noisy answers and public knowledge only).
+    opts : NodeOptions, optional
+        Backends and modelling choices.
+
+    Returns
+    -------
+    NodeSolution
+    """
     opts = opts or NodeOptions()
     edit_modes = [True, False] if (opts.edits and problem.edits) else [False]
     log: list[dict] = []
@@ -266,7 +309,28 @@ def verify_children(
 
     With ``d_star`` (a failsafe result) the parent sums may be off by at most ``d* + 1`` in
     L1, but the marginal over the unconstrained attributes must still match.
+
+    Parameters
+    ----------
+    problem : NodeProblem
+        The node solve's data (noisy answers and public knowledge only).
+    values : numpy.ndarray
+        Child histograms (children x active cells).
+    integral : bool
+        Also require integers.
+    edits : bool, default True
+        Keep the linear edits.
+    d_star : float, optional
+        A failsafe result's distance to the parent.
+    tol : float, default 1e-6
+        Absolute tolerance.
+
+    Returns
+    -------
+    Verification
     """
+    from .implied.group_quarters import flows_hold
+
     issues = []
     v = np.asarray(values, dtype=np.float64)
     if integral and np.abs(v - np.round(v)).max(initial=0) > 0:
@@ -302,38 +366,3 @@ def _full(problem: NodeProblem, row: np.ndarray, coef: np.ndarray) -> np.ndarray
     full = np.zeros((1, len(coef)))
     full[0, problem.cells] = row
     return full
-
-
-def flows_hold(flows, types: np.ndarray, hist: np.ndarray, tol: float = 1e-6) -> bool:
-    """Whether a node histogram can route its GQ type totals through the combination network."""
-    from .implied.two_level import maxflow_extension
-
-    totals = np.array([hist[types == g].sum() for g in range(flows.n_types)])
-    allowed = flows.combos.T  # types x combinations
-    if (totals[~allowed.any(axis=1)] > tol).any():
-        return False
-    if not flows.fixed:
-        return bool((totals + tol >= flows.lower.sum(axis=0)).all())
-    if not np.allclose(totals, np.round(totals), atol=tol):
-        return _fractional_flows_hold(flows, totals, tol)
-    check = maxflow_extension(np.round(totals).astype(np.int64), flows.population, allowed, lower=flows.lower.T)
-    return bool(check.extendable)
-
-
-def _fractional_flows_hold(flows, totals: np.ndarray, tol: float) -> bool:
-    """The same routing question for fractional (L2) type totals: an LP whose least total
-    violation must vanish (up to the solver tolerance)."""
-    from scipy.optimize import linprog
-
-    arcs = flows.arcs()
-    n_rows = flows.n_types + len(flows.combos)
-    a_eq = np.zeros((n_rows, len(arcs) + 2 * n_rows))
-    for k, (g, c) in enumerate(arcs):
-        a_eq[g, k] = 1
-        a_eq[flows.n_types + c, k] = 1
-    a_eq[:, len(arcs) :] = np.hstack([np.eye(n_rows), -np.eye(n_rows)])
-    b_eq = np.concatenate([totals, flows.population])
-    cost = np.concatenate([np.zeros(len(arcs)), np.ones(2 * n_rows)])
-    bounds = [(float(flows.lower[c, g]), None) for g, c in arcs] + [(0, None)] * (2 * n_rows)
-    res = linprog(cost, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs")
-    return res.status == 0 and res.fun <= tol * max(1.0, float(totals.sum()))

@@ -66,7 +66,17 @@ def check_tree_l2(problem, edits: bool = True) -> None:
 
 
 def solve_tree_l2(problem, weights: str = "inverse_variance", edits: bool = True) -> np.ndarray:
-    """The L2 solution of a structurally simple :class:`NodeProblem` (children x active cells)."""
+    """The L2 solution of a structurally simple :class:`NodeProblem` (children x active cells).
+
+    Parameters
+    ----------
+    problem : NodeProblem
+        The node solve's data (noisy answers and public knowledge only).
+    weights : {"inverse_variance", "paper"}, default "inverse_variance"
+        The query weights of the L2 objective (``"paper"``: 1).
+    edits : bool, default True
+        Keep the linear edits.
+    """
     check_tree_l2(problem, edits)
     combined = [_combined_identity(c, weights) for c in problem.children]
     means = np.vstack([m for m, _ in combined])

@@ -29,7 +29,17 @@ class Certificate:
 
 
 def tum_certificate(model) -> Certificate:
-    """Check the certificate on the active linear constraints of ``model``."""
+    """Check the certificate on the active linear constraints of ``model``.
+
+    Parameters
+    ----------
+    model : pyomo.environ.ConcreteModel
+        A linear model.
+
+    Returns
+    -------
+    Certificate
+    """
     objectives = [o for o in model.component_data_objects(pyo.Objective, active=True)]
     for o in objectives:
         o.deactivate()

@@ -14,9 +14,9 @@ from dpmodels.core.marker import get_marker
 from dpmodels.topdown.data import Edit, FlowData
 from dpmodels.topdown.failsafe_models import FailsafeL1Payload, FailsafeL2Payload, build_failsafe_l1, build_failsafe_l2
 from dpmodels.topdown.flow import SCALE, solve_flow_rounding
+from dpmodels.topdown.implied import flows_hold
 from dpmodels.topdown.models import L2Payload, RoundingPayload, build_l1, build_l2, histogram_values
 from dpmodels.topdown.node_data import ChildSpec, NodeProblem, WeightedQuery, split_floor
-from dpmodels.topdown.solve import flows_hold
 from dpmodels.topdown.tree_l2 import simplex_projection
 from dpmodels.topdown.tum import tum_certificate
 

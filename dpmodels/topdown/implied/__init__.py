@@ -7,8 +7,8 @@ which it is easy, each with the witness its proof gives, and exact oracles for t
 * :mod:`.constraints` -- the constraint triples ``(coefficients, op, rhs)`` and :func:`satisfies`.
 * :mod:`.two_level` -- Theorem 3 (max-flow extendability, the complete Hall set) and Lemma 1 with
   its Allocate procedure.
-* :mod:`.group_quarters` -- the network-flow (GQ) setting of Theorems 4-7: ExtendToLeaves and the
-  LP projection onto type totals.
+* :mod:`.group_quarters` -- the network-flow (GQ) setting of Theorems 4-7: ExtendToLeaves, the
+  LP projection onto type totals, and the check that a node histogram satisfies the flows.
 * :mod:`.fme` -- Fourier-Motzkin projection of a small linear system (spec 3.9(a)).
 * :mod:`.exact` -- the exact MILP decision of Problem 2 and Theorem 1's 3-SAT construction.
 """
@@ -16,7 +16,7 @@ which it is easy, each with the witness its proof gives, and exact oracles for t
 from .constraints import satisfies
 from .exact import ExtensionResult, SatReduction, extension_milp, sat_reduction
 from .fme import Projection, fme_project
-from .group_quarters import extend_to_leaves, type_total_ranges
+from .group_quarters import extend_to_leaves, flows_hold, type_total_ranges
 from .two_level import Lemma1Set, MaxFlowCheck, allocate, hall_constraints, lemma1_bounds, maxflow_extension
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "allocate",
     "extend_to_leaves",
     "type_total_ranges",
+    "flows_hold",
     "Projection",
     "fme_project",
     "ExtensionResult",

@@ -66,6 +66,25 @@ def extension_milp(
 
     Exponential in the worst case (Problem 2 is NP-complete): for tests on tiny instances.
     A parent with a negative entry is reported as not extendable.
+
+    Parameters
+    ----------
+    parent : array_like
+        The parent histogram (any shape).
+    leaf_constraints : sequence of sequence of tuple, optional
+        Per leaf, triples on its table.
+    n_leaves : int, optional
+        The number of leaves, without per-leaf constraints.
+    joint_constraints : sequence of tuple, optional
+        Triples on the whole extended table.
+    relax : bool, default False
+        Solve the LP relaxation.
+    time_limit : float, optional
+        Seconds.
+
+    Returns
+    -------
+    ExtensionResult
     """
     import pyomo.environ as pyo
     from pyomo.contrib.solver.common.factory import SolverFactory
@@ -157,6 +176,17 @@ def sat_reduction(clauses: Sequence[Sequence[int]], n_vars: int) -> SatReduction
     ``v_i, v_j, v_l`` becomes ``H[i,a] + H[j,b] + H[l,c] >= 1`` with ``a = 1`` iff ``v_i`` is
     negated; since ``H[i,0] + H[i,1] = 1`` with integer entries, an extension is exactly a
     satisfying assignment.  (Any clause length works; the theorem uses 3.)
+
+    Parameters
+    ----------
+    clauses : sequence of sequence of int
+        DIMACS clauses.
+    n_vars : int
+        The number of variables.
+
+    Returns
+    -------
+    SatReduction
     """
     if int(n_vars) < 1:
         raise DataValidationError("n_vars", f"must be >= 1, got {n_vars}")

@@ -218,6 +218,21 @@ def fme_project(constraints, keep, *, names: Sequence[str] | None = None, prune:
     implicit equalities are detected, the equalities put in reduced row-echelon form and
     substituted into the inequalities, and redundant inequalities dropped.  The result is
     equivalent over the reals; integer extendability needs its own argument (Lemma 1, Thm 3).
+
+    Parameters
+    ----------
+    constraints : sequence of tuple
+        ``(coefficients, op, rhs)`` triples over n variables.
+    keep : sequence of int
+        The variables kept.
+    names : sequence of str, optional
+        Variable names for the result's printout.
+    prune : bool, default True
+        Drop redundant rows by LP after every step.
+
+    Returns
+    -------
+    Projection
     """
     items = list(constraints)
     if not items:

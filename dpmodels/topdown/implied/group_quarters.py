@@ -7,6 +7,8 @@ constraints ``NF`` are the complete implied set, and the proof of Theorems 4-7 i
   node histogram that satisfies ``NF``, by a max flow (Theorem 3, :func:`.two_level.maxflow_extension`)
   and northwest-corner splits.
 * :func:`type_total_ranges` -- the LP projection of ``NF`` onto the type totals.
+* :func:`flows_hold` -- whether a node histogram satisfies ``NF`` (integer totals by a max flow,
+  fractional L2 totals by an LP).
 
 Separate from :mod:`.two_level` because it works on the TopDown data types (:class:`FlowData`,
 :class:`GQKnowledge`) rather than on plain constraint triples.
@@ -23,7 +25,7 @@ from ..data import FlowData, GQKnowledge
 from .constraints import int_array
 from .two_level import maxflow_extension
 
-__all__ = ["extend_to_leaves", "type_total_ranges"]
+__all__ = ["extend_to_leaves", "type_total_ranges", "flows_hold"]
 
 
 def _northwest(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -62,6 +64,21 @@ def extend_to_leaves(node_histogram, flow_data: FlowData, gq: GQKnowledge, leaf_
     (northwest corner again).  Returns a ``(leaves, cells)`` int64 array in ``leaf_positions``
     order, or **None when the histogram is not extendable** (it violates the node's flow
     constraints).  Malformed input raises :class:`DataValidationError`.
+
+    Parameters
+    ----------
+    node_histogram : array_like
+        The node's integer histogram over ``gq``'s cells.
+    flow_data : FlowData
+        The node's leaf-level combination network.
+    gq : GQKnowledge
+        The leaves' group-quarters facts.
+    leaf_totals : array_like or None
+        The leaves' populations, when invariant.
+    leaf_positions : array_like
+        The rows of ``gq.present`` / ``gq.lower`` of the leaves below the node.
+    flows : array_like, optional
+        ``F`` (types x combinations); derived by a max flow when not given.
     """
     n_types, n_cells = gq.n_types, len(gq.cell_type)
     hist = int_array(node_histogram, "node_histogram", shape=(n_cells,))
@@ -161,6 +178,11 @@ def type_total_ranges(flow_data: FlowData) -> np.ndarray:
     Returns a ``(types, 2)`` array of ``[min, max]`` of every ``GQ_g = sum_c F_{g,c}`` subject to
     ``F_{g,c} >= f_{g,c}`` on legal pairs and ``sum_g F_{g,c} = N_c`` (when fixed); ``inf`` when
     unbounded.  The flow matrix is a network matrix, so the bounds are integers and attained.
+
+    Parameters
+    ----------
+    flow_data : FlowData
+        A node's combination network.
     """
     arcs = flow_data.arcs()
     n_types = flow_data.n_types
@@ -181,3 +203,46 @@ def type_total_ranges(flow_data: FlowData) -> np.ndarray:
                 raise DataValidationError("flow_data", "the flow constraints are infeasible")
             out[g, col] = np.inf if res.status == 3 else sign * res.fun
     return out
+
+
+def flows_hold(flows, types: np.ndarray, hist: np.ndarray, tol: float = 1e-6) -> bool:
+    """Whether a node histogram can route its GQ type totals through the combination network.
+
+    Parameters
+    ----------
+    flows : FlowData
+        The node's combination network.
+    types : numpy.ndarray
+        The GQ type of every active cell.
+    hist : numpy.ndarray
+        The node histogram on the active cells.
+    tol : float, default 1e-6
+        Absolute tolerance.
+    """
+    totals = np.array([hist[types == g].sum() for g in range(flows.n_types)])
+    allowed = flows.combos.T  # types x combinations
+    if (totals[~allowed.any(axis=1)] > tol).any():
+        return False
+    if not flows.fixed:
+        return bool((totals + tol >= flows.lower.sum(axis=0)).all())
+    if not np.allclose(totals, np.round(totals), atol=tol):
+        return _fractional_flows_hold(flows, totals, tol)
+    check = maxflow_extension(np.round(totals).astype(np.int64), flows.population, allowed, lower=flows.lower.T)
+    return bool(check.extendable)
+
+
+def _fractional_flows_hold(flows, totals: np.ndarray, tol: float) -> bool:
+    """The same routing question for fractional (L2) type totals: an LP whose least total
+    violation must vanish (up to the solver tolerance)."""
+    arcs = flows.arcs()
+    n_rows = flows.n_types + len(flows.combos)
+    a_eq = np.zeros((n_rows, len(arcs) + 2 * n_rows))
+    for k, (g, c) in enumerate(arcs):
+        a_eq[g, k] = 1
+        a_eq[flows.n_types + c, k] = 1
+    a_eq[:, len(arcs) :] = np.hstack([np.eye(n_rows), -np.eye(n_rows)])
+    b_eq = np.concatenate([totals, flows.population])
+    cost = np.concatenate([np.zeros(len(arcs)), np.ones(2 * n_rows)])
+    bounds = [(float(flows.lower[c, g]), None) for g, c in arcs] + [(0, None)] * (2 * n_rows)
+    res = linprog(cost, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs")
+    return res.status == 0 and res.fun <= tol * max(1.0, float(totals.sum()))

@@ -88,6 +88,23 @@ def maxflow_extension(x, totals, allowed, lower=None, equal=None) -> MaxFlowChec
     ``n'_i = n_i - sum_j c_{j,i}``), then the rest is a max flow s -> bucket -> region -> t
     with capacities ``x'_j``, infinity on the free cells and ``n'_i``.  Integer capacities give
     an integral max flow, so the answer is exact and the flow is the integer extension.
+
+    Parameters
+    ----------
+    x : array_like
+        The k bucket counts (integers).
+    totals : array_like
+        The m region totals ``n_i``.
+    allowed : array_like
+        Buckets x regions, boolean: where a cell may be positive.
+    lower : array_like, optional
+        Integer lower bounds ``c_{j,i}`` (default 0).
+    equal : array_like, optional
+        Buckets x regions, boolean: cells fixed to their lower bound.
+
+    Returns
+    -------
+    MaxFlowCheck
     """
     xv = int_array(x, "x", nonneg=False)
     if xv.ndim != 1:
@@ -121,6 +138,22 @@ def hall_constraints(totals, allowed, lower=None, equal=None) -> list[tuple[np.n
     sum_{j in A} sum_i c_{j,i}``, where ``neigh(A)`` are the regions reachable from ``A``
     through a free (``>=``) cell.  There are ``2^k - 1`` subset rows, so k is limited to 16:
     use :func:`maxflow_extension` (the compact certificate) for anything bigger.
+
+    Parameters
+    ----------
+    totals : array_like
+        The m region totals ``n_i``.
+    allowed : array_like
+        Buckets x regions, boolean (at most 16 buckets).
+    lower : array_like, optional
+        Integer lower bounds ``c_{j,i}``.
+    equal : array_like, optional
+        Cells fixed to their lower bound.
+
+    Returns
+    -------
+    list of tuple
+        ``(coefficients, op, rhs)`` triples over ``x``.
     """
     allowed_arr = np.asarray(allowed)
     k = allowed_arr.shape[0] if allowed_arr.ndim == 2 else -1
@@ -196,6 +229,17 @@ def lemma1_bounds(row_sums, col_sums) -> Lemma1Set:
     ``row_sums[l] = (r_l[0], r_l[1])`` and ``col_sums[l] = (c_l[0], c_l[1])``.  The bounds are
     the sums of the per-leaf Frechet bounds: ``h[1,1] <= sum_l min(r_l[1], c_l[1])`` and
     ``h[1,1] >= sum_l (c_l[1] - min(c_l[1], r_l[0]))``.
+
+    Parameters
+    ----------
+    row_sums : array_like
+        Leaves x 2: every leaf's row sums.
+    col_sums : array_like
+        Leaves x 2: every leaf's column sums.
+
+    Returns
+    -------
+    Lemma1Set
     """
     r, c = _margins(row_sums, col_sums)
     upper = int(np.minimum(r[:, 1], c[:, 1]).sum())
@@ -211,6 +255,15 @@ def allocate(h, row_sums, col_sums) -> np.ndarray:
     spec 8 item 14), and the margins fix the other three cells.  Returns a ``(leaves, 2, 2)``
     array summing to ``h``.  Raises :class:`DataValidationError` when ``h`` violates Lemma 1's
     complete set, i.e. when no such split exists.
+
+    Parameters
+    ----------
+    h : array_like
+        The 2x2 parent table.
+    row_sums : array_like
+        Leaves x 2: every leaf's row sums.
+    col_sums : array_like
+        Leaves x 2: every leaf's column sums.
     """
     r, c = _margins(row_sums, col_sums)
     h = int_array(h, "h", shape=(2, 2), nonneg=False)
