@@ -34,11 +34,14 @@ from dpmodels.core.startup import COMMAND as STARTUP_BENCH
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
     try:
+        parser = _parser()
         args = parser.parse_args(argv)
     except SystemExit as done:  # argparse: --help / --version (0) or bad arguments (2)
         return int(done.code or 0)
+    except KeyboardInterrupt:  # Ctrl-C before the run started
+        print("dpmodels: interrupted", file=sys.stderr)
+        return 130
     args._argv = list(sys.argv[1:] if argv is None else argv)  # recorded with releases and budget charges
     if not getattr(args, "command", None):
         parser.print_help()
