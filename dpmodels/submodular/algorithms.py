@@ -45,7 +45,23 @@ class GreedyResult:
     """A set (mask) or k-vector, the order it was built in and the oracle calls it took.
 
     :attr:`release` is what a private run publishes.  ``diagnostics`` holds ``F_D(S)``, evaluated
-    on the true data: a report, never part of the release (``value`` is its read-only alias)."""
+    on the true data: a report, never part of the release (``value`` is its read-only alias).
+
+    Parameters
+    ----------
+    S : numpy.ndarray
+        The set (mask) or k-vector.
+    diagnostics : TrueDataDiagnostics
+        ``F_D(S)`` (never published).
+    calls : int
+        Oracle calls.
+    order : list, optional
+        The elements (or pairs) in the order chosen.
+    accountant : PrivacyAccountant, optional
+        The ledger of a private run.
+    info : dict, optional
+        Public parameters of the run.
+    """
 
     S: np.ndarray
     diagnostics: TrueDataDiagnostics
@@ -68,7 +84,23 @@ class GreedyResult:
 
 def greedy(F: SetFunction, M: Matroid, accountant=None, diagnostic: bool = False) -> GreedyResult:
     """Matroid greedy: add the feasible element of largest marginal gain (ties: lowest index) until
-    a base (1/2-approximation; 1 - 1/e for uniform matroids)."""
+    a base (1/2-approximation; 1 - 1/e for uniform matroids).
+
+    Parameters
+    ----------
+    F : SetFunction
+        The objective (the private data), with its declared sensitivity.
+    M : Matroid
+        The constraint, on the same ground set.
+    accountant : PrivacyAccountant, optional
+        A private accountant makes the run refuse (it reads F without noise).
+    diagnostic : bool, default False
+        Run anyway, for reports.
+
+    Returns
+    -------
+    GreedyResult
+    """
     check_pair(F, M)
     _guard(accountant, "greedy", diagnostic)
     start = F.calls
@@ -104,7 +136,25 @@ def gradient_oracle(F: SetFunction, mode: str = "auto", samples: int | None = No
 
 @dataclass
 class ContinuousGreedyResult:
-    """``x_T = (1/T) sum_t y_t`` with its directions (bases), value ``f(x_T)`` and counts."""
+    """``x_T = (1/T) sum_t y_t`` with its directions (bases), value ``f(x_T)`` and counts.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        ``x_T``.
+    directions : list
+        The directions (bases).
+    value : float
+        ``f(x_T)``.
+    calls : int
+        Oracle calls.
+    S : numpy.ndarray, optional
+        The rounded set.
+    rounded_value : float, optional
+        ``F(S)``.
+    info : dict, optional
+        Counters.
+    """
 
     x: np.ndarray
     directions: list
@@ -134,7 +184,35 @@ def continuous_greedy(
     """Non-private continuous greedy: ``y_t = argmax_{y in P(M)} <y, grad f(x_t)>`` (matroid greedy,
     or the Pyomo LP over the base polytope solved by HiGHS with ``direction="highs"``), step ``1/T``
     (default ``T = r``), then swap rounding (``rounding="swap"``), randomized pipage (``"pipage"``) or
-    none.  Streams: ``seed`` spawns independent rngs for gradient samples and rounding."""
+    none.  Streams: ``seed`` spawns independent rngs for gradient samples and rounding.
+
+    Parameters
+    ----------
+    F : SetFunction
+        The objective (the private data), with its declared sensitivity.
+    M : Matroid
+        The constraint, on the same ground set.
+    T : int, optional
+        The number of steps (default the rank).
+    direction : {"greedy", "highs"}, default "greedy"
+        How each direction is found.
+    gradient_mode : {"auto", "closed_form", "exact_enum", "sampled"}, default "auto"
+        How ``grad f`` is computed.
+    samples : int, optional
+        Common random sets per sampled gradient (``gradient_mode="sampled"``).
+    rounding : {"swap", "pipage", "none"}, default "swap"
+        Round ``x_T``.
+    seed : int or numpy.random.Generator, optional
+        Seeds the gradient samples and the rounding.
+    accountant : PrivacyAccountant, optional
+        A private accountant makes the run refuse (it reads F without noise).
+    diagnostic : bool, default False
+        Run anyway, for reports.
+
+    Returns
+    -------
+    ContinuousGreedyResult
+    """
     check_pair(F, M)
     _guard(accountant, "continuous greedy", diagnostic)
     T = M.r if T is None else int(T)
@@ -197,7 +275,20 @@ def _round(res: ContinuousGreedyResult, F, M, rounding: str, rng) -> None:
 
 
 def brute_force_opt(F: SetFunction, M: Matroid) -> tuple[float, np.ndarray]:
-    """``max_{S in I} F(S)`` over the bases (monotone F), small |E| only."""
+    """``max_{S in I} F(S)`` over the bases (monotone F), small |E| only.
+
+    Parameters
+    ----------
+    F : SetFunction
+        The objective (the private data), with its declared sensitivity.
+    M : Matroid
+        The constraint, on the same ground set.
+
+    Returns
+    -------
+    tuple
+        ``(value, base)``.
+    """
     check_pair(F, M)
     best, arg = -np.inf, None
     for B in M.bases():
@@ -216,7 +307,23 @@ def k_extensions(M: Matroid, s: np.ndarray) -> list[int]:
 
 
 def k_greedy(F: KSubmodularFunction, M: Matroid, accountant=None, diagnostic: bool = False) -> GreedyResult:
-    """Sakaue's greedy: ``r`` steps, each adding the ``(e, i)`` of largest gain (ties: lowest e, then i)."""
+    """Sakaue's greedy: ``r`` steps, each adding the ``(e, i)`` of largest gain (ties: lowest e, then i).
+
+    Parameters
+    ----------
+    F : KSubmodularFunction
+        The objective (the private data), with its declared sensitivity.
+    M : Matroid
+        The constraint, on the same ground set.
+    accountant : PrivacyAccountant, optional
+        A private accountant makes the run refuse (it reads F without noise).
+    diagnostic : bool, default False
+        Run anyway, for reports.
+
+    Returns
+    -------
+    GreedyResult
+    """
     check_pair(F, M)
     _guard(accountant, "k-greedy", diagnostic)
     start = F.calls

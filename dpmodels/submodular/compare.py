@@ -36,7 +36,18 @@ RATIO_SD = "true F(S)/OPT sd (diagnostic)"
 
 
 def optimum(instance) -> tuple[float, str]:
-    """OPT by the exact MILP (coverage, facility location, k-coverage; HiGHS) or brute force."""
+    """OPT by the exact MILP (coverage, facility location, k-coverage; HiGHS) or brute force.
+
+    Parameters
+    ----------
+    instance : SubmodularInstance or KSubmodularInstance
+        The instance.
+
+    Returns
+    -------
+    tuple
+        ``(OPT, how)``.
+    """
     from dpmodels.core.facade import solve
 
     from .models import build_coverage_milp, build_facility_milp, build_kcoverage_milp
@@ -80,7 +91,21 @@ def compare_submodular(
     instance, epsilons=(0.1, 1.0, 10.0), seeds: int = 5, T: int | None = None, progress: bool = False
 ) -> tuple[pd.DataFrame, float]:
     """One row per (method, epsilon, seed); returns the table and OPT.  ``progress`` shows a
-    bar over the seeds."""
+    bar over the seeds.
+
+    Parameters
+    ----------
+    instance : SubmodularInstance or KSubmodularInstance
+        The instance.
+    epsilons : sequence of float
+        The paper's input epsilons.
+    seeds : int, default 5
+        Runs per epsilon (seeded: an experiment, not private).
+    T : int, optional
+        Steps of the continuous algorithms.
+    progress : bool, default False
+        Show a progress bar.
+    """
     opt, _ = optimum(instance)
     if isinstance(instance, KSubmodularInstance):
         return _compare_k(instance, epsilons, seeds, opt, progress), opt
@@ -166,7 +191,13 @@ def _compare_k(instance: KSubmodularInstance, epsilons, seeds: int, opt: float, 
 
 def privacy_utility(table: pd.DataFrame) -> pd.DataFrame:
     """Mean and standard deviation of the true ``F(S)/OPT`` per method and epsilon (the
-    privacy-utility curve; a diagnostic on the true data)."""
+    privacy-utility curve; a diagnostic on the true data).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A :func:`compare_submodular` table.
+    """
     grouped = table.groupby(["method", "epsilon"], sort=False)
     out = grouped.agg(
         **{RATIO_MEAN: (RATIO, "mean"), RATIO_SD: (RATIO, "std")},
@@ -183,7 +214,15 @@ def plot_curve(curve: pd.DataFrame, path: str | None = None):
     non-private methods and the ``1 - 1/e`` guarantee are reference lines, each in its own line
     style (:func:`dpmodels.core.figures.reference_line`).
 
-    Writes ``path`` (PNG, PDF or SVG by its suffix) when given; returns the figure."""
+    Writes ``path`` (PNG, PDF or SVG by its suffix) when given; returns the figure.
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        A :func:`privacy_utility` table.
+    path : str, optional
+        Where to write the figure.
+    """
     from dpmodels.core.figures import epsilon_axis, figure_style, method_style, new_figure, reference_line, save_figure
 
     with figure_style():

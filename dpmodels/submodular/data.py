@@ -30,7 +30,15 @@ __all__ = [
 
 
 def as_mask(S, n: int) -> np.ndarray:
-    """A boolean mask of length ``n`` from a mask or an iterable of element indices."""
+    """A boolean mask of length ``n`` from a mask or an iterable of element indices.
+
+    Parameters
+    ----------
+    S : array_like
+        A boolean mask or element indices.
+    n : int
+        The size of the ground set.
+    """
     if isinstance(S, np.ndarray) and S.dtype == bool:
         if S.shape != (n,):
             raise DataValidationError("S", f"mask of shape {S.shape}, expected ({n},)")
@@ -60,7 +68,17 @@ def positive_bound(value, field: str) -> float:
 
 
 class SetFunction:
-    """Monotone submodular ``F`` on ``n`` elements with declared sensitivity and value bound."""
+    """Monotone submodular ``F`` on ``n`` elements with declared sensitivity and value bound.
+
+    Parameters
+    ----------
+    n : int
+        The size of the ground set ``E = {0..n-1}``.
+    sensitivity : float
+        The declared, data-independent bound ``Delta`` on one record's effect.
+    max_value : float
+        An upper bound ``M_F`` on ``F``.
+    """
 
     n: int
     sensitivity: float
@@ -101,7 +119,19 @@ class SetFunction:
 
 
 class KSubmodularFunction:
-    """Monotone k-submodular ``F : {0..k}^E -> R_+`` with ``F(0) = 0`` and declared sensitivity."""
+    """Monotone k-submodular ``F : {0..k}^E -> R_+`` with ``F(0) = 0`` and declared sensitivity.
+
+    Parameters
+    ----------
+    n : int
+        The size of the ground set.
+    k : int
+        The number of types.
+    sensitivity : float
+        The declared, data-independent bound ``Delta``.
+    max_value : float
+        An upper bound on ``F``.
+    """
 
     #: Is ``max_value`` a public (data-independent) bound?  Off unless a class opts in.
     public_max_value: bool = False
@@ -137,7 +167,21 @@ class KSubmodularFunction:
 class SubmodularInstance:
     """A monotone submodular objective, a matroid on the same ground set, and optional neighbour.
 
-    ``labels``: the public name of each element (a user's declared ground set), else ``None``."""
+    ``labels``: the public name of each element (a user's declared ground set), else ``None``.
+
+    Parameters
+    ----------
+    function : SetFunction
+        The objective.
+    matroid : Matroid
+        The constraint, on the same ground set.
+    name : str, optional
+        A label.
+    neighbour : SetFunction, optional
+        The objective on a neighbouring dataset (privacy tests).
+    labels : tuple of str, optional
+        The public name of each element.
+    """
 
     function: SetFunction
     matroid: object
@@ -157,7 +201,19 @@ class SubmodularInstance:
 
 @dataclass
 class KSubmodularInstance:
-    """A monotone k-submodular objective with a matroid on supports."""
+    """A monotone k-submodular objective with a matroid on supports.
+
+    Parameters
+    ----------
+    function : KSubmodularFunction
+        The objective.
+    matroid : Matroid
+        The constraint on supports.
+    name : str, optional
+        A label.
+    neighbour : KSubmodularFunction, optional
+        The objective on a neighbouring dataset.
+    """
 
     function: KSubmodularFunction
     matroid: object

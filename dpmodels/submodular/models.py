@@ -108,7 +108,19 @@ def martin_values(M: GraphicMatroid, forest) -> np.ndarray:
 )
 def build_matroid_lp(M: Matroid, weights, *, base: bool = False, relax: bool = True):
     """``max sum_e w_e y_e`` over the matroid (``base=False``) or base polytope; ``relax=False``
-    makes ``y`` binary (the max-weight independent set / base problem)."""
+    makes ``y`` binary (the max-weight independent set / base problem).
+
+    Parameters
+    ----------
+    M : Matroid
+        The constraint, on the same ground set.
+    weights : array_like
+        One weight per element.
+    base : bool, default False
+        Over the base polytope.
+    relax : bool, default True
+        Continuous ``y`` (False: binary).
+    """
     w = np.asarray(weights, dtype=np.float64)
     if w.shape != (M.n,) or not np.all(np.isfinite(w)):
         raise DataValidationError("weights", f"need {M.n} finite weights, got shape {w.shape}")
@@ -136,7 +148,15 @@ def build_matroid_lp(M: Matroid, weights, *, base: bool = False, relax: bool = T
 )
 def build_multilinear_relaxation(F, M: Matroid):
     """``max f(y)`` over ``y in P(M)``; ``f`` is the closed-form multilinear polynomial (coverage or
-    facility location).  The structure plugin ``submodular_cg`` solves it (approximately)."""
+    facility location).  The structure plugin ``submodular_cg`` solves it (approximately).
+
+    Parameters
+    ----------
+    F : WeightedCoverage or FacilityLocation
+        An objective with a closed-form multilinear extension.
+    M : Matroid
+        The constraint, on the same ground set.
+    """
     check_pair(F, M)
     m = pyo.ConcreteModel(name="multilinear_relaxation")
     m.E = pyo.RangeSet(0, M.n - 1)
@@ -165,7 +185,17 @@ def _selection(m, M: Matroid, relax: bool) -> None:
 def build_coverage_milp(F: WeightedCoverage, M: Matroid, *, relax: bool = False):
     """``max sum_v w_v z_v`` s.t. ``z_v <= sum_{u in N(v)} s_u``, ``z <= 1``, ``s`` independent.
 
-    ``relax=True``: the LP ``max_{y in P(M)} sum_v w_v min(1, y(N(v)))``, an upper bound on OPT."""
+    ``relax=True``: the LP ``max_{y in P(M)} sum_v w_v min(1, y(N(v)))``, an upper bound on OPT.
+
+    Parameters
+    ----------
+    F : WeightedCoverage
+        The objective.
+    M : Matroid
+        The constraint, on the same ground set.
+    relax : bool, default False
+        The LP relaxation instead of the MILP.
+    """
     if not isinstance(F, WeightedCoverage):
         raise DataValidationError("F", f"the coverage MILP needs a WeightedCoverage, got {type(F).__name__}")
     check_pair(F, M)
@@ -191,7 +221,17 @@ def build_coverage_milp(F: WeightedCoverage, M: Matroid, *, relax: bool = False)
     doc="facility location under a matroid, exact MILP (relax=True: its LP bound)",
 )
 def build_facility_milp(F: FacilityLocation, M: Matroid, *, relax: bool = False):
-    """``max sum c_ij a_ij`` s.t. ``sum_i a_ij <= 1``, ``a_ij <= s_i``, ``s`` independent (sparse ``a``)."""
+    """``max sum c_ij a_ij`` s.t. ``sum_i a_ij <= 1``, ``a_ij <= s_i``, ``s`` independent (sparse ``a``).
+
+    Parameters
+    ----------
+    F : FacilityLocation
+        The objective.
+    M : Matroid
+        The constraint, on the same ground set.
+    relax : bool, default False
+        The LP relaxation instead of the MILP.
+    """
     if not isinstance(F, FacilityLocation):
         raise DataValidationError("F", f"the facility MILP needs a FacilityLocation, got {type(F).__name__}")
     check_pair(F, M)
@@ -223,7 +263,17 @@ def build_facility_milp(F: FacilityLocation, M: Matroid, *, relax: bool = False)
 )
 def build_kcoverage_milp(F: KCoverage, M: Matroid, *, relax: bool = False):
     """Binaries ``s_{e,i}`` with ``sum_i s_{e,i} <= 1``, the matroid on ``u_e = sum_i s_{e,i}``,
-    ``z_v <= sum_{(e,i): v in N_i(e)} s_{e,i}``, ``z <= 1``; ``max sum_v w_v z_v`` (spec 6.4)."""
+    ``z_v <= sum_{(e,i): v in N_i(e)} s_{e,i}``, ``z <= 1``; ``max sum_v w_v z_v`` (spec 6.4).
+
+    Parameters
+    ----------
+    F : KCoverage
+        The objective.
+    M : Matroid
+        The constraint, on the same ground set.
+    relax : bool, default False
+        The LP relaxation instead of the MILP.
+    """
     if not isinstance(F, KCoverage):
         raise DataValidationError("F", f"the k-coverage MILP needs a KCoverage, got {type(F).__name__}")
     check_pair(F, M)
@@ -266,7 +316,19 @@ def build_lift_lp(M: Matroid, y, bases, *, check: bool = True):
 
     Its optimum is 0 exactly when the columns dominate ``y`` in convex combination; with all bases
     that holds for every ``y in P(M)``.  Column generation prices a new base by the greedy
-    max-weight base under the duals of the ``dominate`` rows."""
+    max-weight base under the duals of the ``dominate`` rows.
+
+    Parameters
+    ----------
+    M : Matroid
+        The constraint, on the same ground set.
+    y : array_like
+        A point of ``P(M)``.
+    bases : sequence of array_like
+        The base columns (0/1 masks).
+    check : bool, default True
+        Check that ``y`` lies in ``P(M)``.
+    """
     y = np.asarray(y, dtype=np.float64)
     if check and not M.contains(y):
         raise DataValidationError("y", "must lie in the matroid polytope")

@@ -19,8 +19,8 @@ from .accounting import check_epsilon
 from .algorithms import check_pair, k_extensions
 from .data import KSubmodularFunction, SetFunction
 from .matroids import Matroid
-from .mechanism.continuous import check_run, cover_points
-from .mechanism.contract import check_finite_scale
+from .mechanism.contract import check_finite_scale, check_run
+from .mechanism.covers import cover_points
 from .mechanism.exponential import em_probabilities, inverse_temperature
 from .mechanism.greedy import greedy_setup
 from .objectives import gradient
@@ -31,7 +31,28 @@ __all__ = ["alg1_distribution", "alg2_distribution", "alg3_distribution", "priva
 def alg1_distribution(
     F: SetFunction, M: Matroid, epsilon, T: int | None = None, cover: str = "bases", q: int | None = None
 ) -> dict[tuple, float]:
-    """The exact distribution of ``x_T`` of Alg. 1 with exact gradients (tiny instances)."""
+    """The exact distribution of ``x_T`` of Alg. 1 with exact gradients (tiny instances).
+
+    Parameters
+    ----------
+    F : SetFunction
+        The objective (the private data), with its declared sensitivity.
+    M : Matroid
+        The constraint, on the same ground set.
+    epsilon : float or Fraction
+        The paper's per-mechanism epsilon.
+    T : int, optional
+        The number of steps (default the rank).
+    cover : {"bases", "grid"}, default "bases"
+        The cover.
+    q : int, optional
+        The grid resolution.
+
+    Returns
+    -------
+    dict
+        Output ``x_T`` (a tuple) -> probability.
+    """
     eps, T = check_run(F, M, epsilon, T)
     pts = cover_points(M, cover, q, None)
     cands = np.array(M.bases(), dtype=float) if pts is None else pts
@@ -44,7 +65,26 @@ def alg2_distribution(
 ) -> dict[tuple, float]:
     """The exact distribution of ``x_T`` of Alg. 2 conditional on its (data-independent) per-step
     sub-samples ``subsamples[t]`` (arrays of cover points), with exact gradients; ``T = len(subsamples)``.
-    ``width`` is ``ln(1 + mu)`` (default ``eps``, i.e. ``mu = e^eps - 1``)."""
+    ``width`` is ``ln(1 + mu)`` (default ``eps``, i.e. ``mu = e^eps - 1``).
+
+    Parameters
+    ----------
+    F : SetFunction
+        The objective (the private data), with its declared sensitivity.
+    M : Matroid
+        The constraint, on the same ground set.
+    epsilon : float or Fraction
+        The paper's per-mechanism epsilon.
+    subsamples : sequence of array_like
+        The cover points of every step.
+    width : float, optional
+        The quantisation width (default ``eps``).
+
+    Returns
+    -------
+    dict
+        Output ``x_T`` (a tuple) -> probability.
+    """
     check_pair(F, M)
     eps = check_epsilon(epsilon)
     if not 0 < eps < math.inf:
@@ -82,7 +122,22 @@ def _continuous_distribution(n: int, T: int, step) -> dict[tuple, float]:
 
 
 def alg3_distribution(F: KSubmodularFunction, M: Matroid, epsilon) -> dict[tuple, float]:
-    """The exact distribution of the output ``x`` of Alg. 3 (tiny instances)."""
+    """The exact distribution of the output ``x`` of Alg. 3 (tiny instances).
+
+    Parameters
+    ----------
+    F : KSubmodularFunction
+        The objective (the private data), with its declared sensitivity.
+    M : Matroid
+        The constraint, on the same ground set.
+    epsilon : float or Fraction
+        The epsilon of each step.
+
+    Returns
+    -------
+    dict
+        Output ``x`` (a tuple) -> probability.
+    """
     _, _, beta = greedy_setup(F, M, epsilon, None, diagnostic=True)  # an audit oracle, no release
     out: dict[tuple, float] = {}
 
@@ -108,7 +163,13 @@ def alg3_distribution(F: KSubmodularFunction, M: Matroid, epsilon) -> dict[tuple
 
 
 def privacy_loss(P: dict, Q: dict) -> float:
-    """``max_o |ln P(o)/Q(o)|`` over the union of supports (``inf`` if the supports differ)."""
+    """``max_o |ln P(o)/Q(o)|`` over the union of supports (``inf`` if the supports differ).
+
+    Parameters
+    ----------
+    P, Q : dict
+        Output -> probability, on two neighbouring datasets.
+    """
     worst = 0.0
     for o in set(P) | set(Q):
         p, q = P.get(o, 0.0), Q.get(o, 0.0)

@@ -27,12 +27,9 @@ bounding rules of the file reader (:data:`BOUNDING_RULES`) for the release's man
 **Timing side channel.**  Every exponential mechanism draws through the exact sampler
 (:func:`dpmodels.core.selection.exponential_mechanism`), which is rejection sampling: uniform
 candidates kept with probability ``exp(-eps' (max q - q_j))``, so the number of rounds, and the
-running time, depend on the scores, that is on the data.  ``dpmodels bench noise`` measures it
-(2,000 candidates, ``eps' = 1/2``, secure generator, medians of 101 draws; two runs on a 2-core
-machine): 0.67 ms when all scores are tied, 13-16 ms (single draws up to 110 ms) when one candidate
-leads by 50 or 1,000, about 20-23 times slower.
-An observer who can time a release learns about the score gaps (as OpenDP states for its own
-samplers); the figures are repeated in :func:`release_facts`' notes.
+running time, depend on the scores, that is on the data.  An observer who can time a release
+learns about the score gaps (as OpenDP states for its own samplers); :data:`TIMING` gives the
+figures ``dpmodels bench noise`` measured, repeated in :func:`release_facts`' notes.
 """
 
 from __future__ import annotations
@@ -183,6 +180,17 @@ def input_epsilon(algorithm: str, F, M: Matroid, budget, **options):
     ``budget / (2 r T)`` as exact Fractions, so the total is the budget exactly.  Algorithm 2's
     total ``T (2 eps r + eps w / Delta)`` depends on ``eps`` through its grid width ``w`` too: the
     largest float whose planned total is at most ``budget`` is found by bisection.
+
+    Parameters
+    ----------
+    algorithm : str
+        One of the release's algorithms.
+    F, M : SetFunction, Matroid
+        The objective (its declared ``Delta`` only) and the constraint.
+    budget : float or Fraction
+        The total to spend.
+    **options
+        The algorithm's options (``T``, ``mu``, ...).
     """
     total = as_epsilon(budget, "epsilon")
     if algorithm not in ALGORITHMS:
@@ -300,6 +308,13 @@ def selection_frame(released, labels=None) -> pd.DataFrame:
     mechanism chose it.  A continuous release (Algorithms 1 and 2) gives ``element, x``: the
     elements of the rounded base ``S`` and their coordinate in the released point ``x_T``.
     Only published fields are read (post-processing of the release).
+
+    Parameters
+    ----------
+    released : GreedyRelease or ContinuousRelease
+        A release.
+    labels : sequence of str, optional
+        The public name of each element.
     """
     name = (lambda e: e) if labels is None else (lambda e: labels[int(e)])
     if hasattr(released, "order"):

@@ -26,6 +26,22 @@ def swap_rounding(M: Matroid, bases, coefficients, rng) -> np.ndarray:
     """Chekuri-Vondrak-Zenklusen swap rounding of ``sum_i beta_i 1_{B_i}`` (spec 3.3).
 
     Preserves marginals, returns a base, never queries ``F`` (private post-processing).
+
+    Parameters
+    ----------
+    M : Matroid
+        The constraint, on the same ground set.
+    bases : sequence of array_like
+        The bases ``B_i`` (0/1 masks).
+    coefficients : array_like
+        ``beta_i >= 0``, summing to 1.
+    rng : numpy.random.Generator or int
+        The rounding's stream.
+
+    Returns
+    -------
+    numpy.ndarray
+        A base (boolean mask).
     """
     rng = make_rng(rng)
     beta = np.asarray(coefficients, dtype=np.float64)
@@ -55,6 +71,20 @@ def pipage_rounding(M: Matroid, x, rng) -> np.ndarray:
 
     Oblivious to ``F``, preserves marginals; a lone fractional coordinate of a block is rounded
     independently (keeps the block's cap since the block sum is at most the cap).
+
+    Parameters
+    ----------
+    M : UniformMatroid or PartitionMatroid
+        The constraint.
+    x : array_like
+        A point of ``P(M)``.
+    rng : numpy.random.Generator or int
+        The rounding's stream.
+
+    Returns
+    -------
+    numpy.ndarray
+        An independent set (boolean mask).
     """
     rng = make_rng(rng)
     x = np.asarray(x, dtype=np.float64).copy()
@@ -106,7 +136,24 @@ def decompose(M: Matroid, directions) -> tuple[list, np.ndarray]:
 def lift_to_bases(M: Matroid, y, max_iter: int = 500, tol: float = 1e-9):
     """Column generation on the lift LP (spec 6.3): restricted master over the bases found so far
     (HiGHS via Pyomo), pricing by the greedy max-weight base under the duals of the ``dominate``
-    rows; stops when no base has positive reduced cost.  Public post-processing: ``y`` is an output."""
+    rows; stops when no base has positive reduced cost.  Public post-processing: ``y`` is an output.
+
+    Parameters
+    ----------
+    M : Matroid
+        The constraint, on the same ground set.
+    y : array_like
+        A point of ``P(M)``.
+    max_iter : int, default 500
+        Column-generation rounds.
+    tol : float, default 1e-9
+        Reduced-cost tolerance.
+
+    Returns
+    -------
+    list of tuple
+        ``(base, weight)`` pairs, weights summing to 1.
+    """
     import pyomo.environ as pyo
 
     from dpmodels.core.facade import solve

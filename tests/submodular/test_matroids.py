@@ -14,7 +14,7 @@ import dpmodels
 from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.submodular.data import as_mask
 from dpmodels.submodular.matroids import ExplicitMatroid, GraphicMatroid, LaminarMatroid, PartitionMatroid
-from dpmodels.submodular.mechanism.continuous import grid_cover
+from dpmodels.submodular.mechanism import grid_cover
 from dpmodels.submodular.models import build_matroid_lp
 
 

@@ -241,7 +241,7 @@ def test_algorithm_3_utility_bound_with_large_epsilon():
 def test_exact_privacy_audit_of_algorithm_2(trap, eps):
     """Conditional on data-independent sub-samples of the grid cover, the realised loss of Alg. 2 on
     neighbours stays within the accounted ``T (2 eps r + eps ln(1+mu) / Delta)`` (A7 v)."""
-    from dpmodels.submodular.mechanism.continuous import grid_cover
+    from dpmodels.submodular.mechanism import grid_cover
     from dpmodels.submodular.privacy_audit import alg2_distribution
 
     F, M = trap.function, trap.matroid
@@ -335,7 +335,8 @@ def test_algorithm_1_base_sampler_paths_match_the_exact_law(path, monkeypatch):
 def test_algorithm_2_sampler_matches_its_law_given_the_subsamples():
     """Review F5: Alg. 2 at eps = 1 against the mixture over seeds of its exact law conditional on the
     (data-independent, re-drawn here from the same stream) cover sub-samples."""
-    from dpmodels.submodular.mechanism.continuous import ALG2_STREAMS, _uniform_cover_sample, grid_cover
+    from dpmodels.submodular.mechanism import grid_cover
+    from dpmodels.submodular.mechanism.continuous import ALG2_STREAMS, _uniform_cover_sample
     from dpmodels.submodular.mechanism.randomness import streams as _streams
     from dpmodels.submodular.privacy_audit import alg2_distribution
 

@@ -127,6 +127,22 @@ def sample_base(M: Matroid, g, beta, rng) -> np.ndarray:
 
     ``beta`` is a rational ``>= 0`` (a Fraction ``eps / (2 Delta)``; a float is read as the dyadic
     rational it is) or ``inf`` (the greedy max-weight base).
+
+    Parameters
+    ----------
+    M : Matroid
+        The matroid.
+    g : array_like
+        One score per element (floats, read exactly).
+    beta : Fraction, float or inf
+        The inverse temperature.
+    rng : numpy.random.Generator
+        The mechanism's stream.
+
+    Returns
+    -------
+    numpy.ndarray
+        The base, a boolean mask.
     """
     g = np.asarray(g, dtype=np.float64)
     if g.shape != (M.n,):

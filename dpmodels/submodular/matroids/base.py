@@ -235,7 +235,15 @@ def _check_log_weights(log_weights, n: int) -> np.ndarray:
 
 
 class UniformMatroid(Matroid):
-    """``U(n, r)``: the sets of size at most ``r`` (cardinality constraint)."""
+    """``U(n, r)``: the sets of size at most ``r`` (cardinality constraint).
+
+    Parameters
+    ----------
+    n : int
+        The size of the ground set.
+    r : int
+        The rank.
+    """
 
     kind = "uniform"
 
@@ -273,7 +281,15 @@ class UniformMatroid(Matroid):
 
 
 class PartitionMatroid(Matroid):
-    """Blocks ``P_j`` (``labels[e]`` = block of ``e``) with capacities ``c_j``."""
+    """Blocks ``P_j`` (``labels[e]`` = block of ``e``) with capacities ``c_j``.
+
+    Parameters
+    ----------
+    labels : sequence of int
+        The block of every element.
+    caps : sequence of int
+        The capacity of every block.
+    """
 
     kind = "partition"
 
@@ -336,7 +352,17 @@ class PartitionMatroid(Matroid):
 
 
 class ExplicitMatroid(Matroid):
-    """A matroid given by its independent sets (closed under subsets), for tests and tiny cases."""
+    """A matroid given by its independent sets (closed under subsets), for tests and tiny cases.
+
+    Parameters
+    ----------
+    n : int
+        The size of the ground set.
+    independent_sets : iterable of iterable of int
+        The independent sets.
+    check : bool, default True
+        Check the matroid axioms.
+    """
 
     kind = "explicit"
 

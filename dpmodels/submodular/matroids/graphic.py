@@ -26,7 +26,15 @@ __all__ = ["GraphicMatroid"]
 
 
 class GraphicMatroid(Matroid):
-    """Edges of a graph on ``n_vertices``; independent sets are forests (extension, spec A16)."""
+    """Edges of a graph on ``n_vertices``; independent sets are forests (extension, spec A16).
+
+    Parameters
+    ----------
+    n_vertices : int
+        The number of vertices.
+    edges : sequence of tuple of int
+        The edges ``(u, v)``: the ground set, in order.
+    """
 
     kind = "graphic"
 

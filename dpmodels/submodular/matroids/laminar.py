@@ -34,7 +34,17 @@ def _log_poly_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 class LaminarMatroid(Matroid):
-    """A laminar family of sets ``A`` with capacities ``c_A``: ``|S cap A| <= c_A`` for all ``A``."""
+    """A laminar family of sets ``A`` with capacities ``c_A``: ``|S cap A| <= c_A`` for all ``A``.
+
+    Parameters
+    ----------
+    n : int
+        The size of the ground set.
+    family : sequence of iterable of int
+        The laminar sets.
+    caps : sequence of int
+        The capacity of every set.
+    """
 
     kind = "laminar"
 

@@ -15,7 +15,6 @@ non-base directions are first lifted to bases by the spec 6.3 LP (public post-pr
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -23,70 +22,26 @@ import numpy as np
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 
-from ..accounting import PrivacyAccountant, alg1_step_epsilon, alg2_step_epsilon, check_epsilon
-from ..algorithms import check_pair, gradient_oracle
+from ..accounting import PrivacyAccountant, alg1_step_epsilon, alg2_step_epsilon
+from ..algorithms import gradient_oracle
 from ..data import SetFunction
 from ..exact.bases import sample_base as _sample_base
 from ..matroids import Matroid
 from ..objectives import has_closed_form, multilinear
 from ..results import ContinuousRelease, TrueDataDiagnostics, as_tuple, epsilon_spent
 from ..rounding import decompose, swap_rounding
-from .contract import check_finite_scale, run_ledger, run_streams
+from .contract import check_run, run_ledger, run_streams
+from .covers import cover_points
 from .exponential import em_choice, inverse_temperature
 
 __all__ = [
-    "grid_cover",
     "PrivateCGResult",
     "private_continuous_greedy",
     "improved_private_continuous_greedy",
     "alg2_sample_size",
     "alg2_width",
-    "check_run",
-    "cover_points",
     "ALG2_STREAMS",
 ]
-
-
-# ----------------------------------------------------------------------------- covers
-
-
-def grid_cover(M: Matroid, q: int) -> np.ndarray:
-    """``{z in {0, 1/q, ..., 1}^E : z in P(M)}``: a ``sqrt(|E|)/q``-cover of ``P(M)`` (spec 3.1)."""
-    if int(q) < 1:
-        raise DataValidationError("q", f"the grid resolution must be >= 1, got {q}")
-    if (q + 1) ** M.n > 2_000_000:
-        raise DataValidationError("q", f"the grid has (q+1)^|E| = {(q + 1) ** M.n} points; use cover='bases'")
-    levels = np.arange(q + 1) / q
-    pts = [np.array(z) for z in itertools.product(levels, repeat=M.n)]
-    return np.array([z for z in pts if M.contains(z)])
-
-
-def cover_points(M: Matroid, cover: str, q, points) -> np.ndarray | None:
-    """The points of a cover of ``P(M)`` as rows; None for ``cover="bases"`` (sampled, not listed).
-
-    Parameters
-    ----------
-    M : Matroid
-        The constraint.
-    cover : {"bases", "grid", "explicit"}
-        The cover.
-    q : int or None
-        The grid resolution (``cover="grid"``).
-    points : array_like or None
-        The explicit points, rows in ``P(M)`` (``cover="explicit"``).
-    """
-    if cover == "bases":
-        return None
-    if cover == "grid":
-        if q is None:
-            raise DataValidationError("q", "cover='grid' needs the grid resolution q")
-        return grid_cover(M, q)
-    if cover == "explicit":
-        pts = np.asarray(points, dtype=np.float64)
-        if pts.ndim != 2 or pts.shape[1] != M.n or not all(M.contains(p) for p in pts):
-            raise DataValidationError("points", "explicit cover points must be rows in P(M)")
-        return pts
-    raise DataValidationError("cover", f"must be bases, grid or explicit, got {cover!r}")
 
 
 # ----------------------------------------------------------------------------- Algorithm 1
@@ -98,7 +53,27 @@ class PrivateCGResult:
 
     :attr:`release` holds the private outputs ``x``, ``directions`` and ``S``.  ``diagnostics``
     holds ``f_D(x_T)`` and ``F_D(S)``, evaluated on the true data: report them in experiments,
-    never release them (``value`` and ``rounded_value`` are their read-only aliases)."""
+    never release them (``value`` and ``rounded_value`` are their read-only aliases).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        ``x_T`` (published).
+    directions : list
+        The directions drawn (published).
+    S : numpy.ndarray or None
+        The rounded base (published).
+    diagnostics : TrueDataDiagnostics
+        Values on the true data (never published).
+    accountant : PrivacyAccountant
+        The run's ledger.
+    calls : int
+        Oracle calls.
+    score_evaluations : int
+        Scores the exponential mechanisms evaluated.
+    info : dict, optional
+        Public parameters of the run.
+    """
 
     x: np.ndarray
     directions: list
@@ -119,31 +94,6 @@ class PrivateCGResult:
         dirs = tuple(as_tuple(y) for y in self.directions)
         info = tuple(sorted(self.info.items()))
         return ContinuousRelease(as_tuple(self.x), dirs, S, epsilon_spent(self.accountant), info)
-
-
-def check_run(F: SetFunction, M: Matroid, epsilon, T, value_bound: float | None = None):
-    """Check a continuous mechanism's inputs before any draw: ``(eps, T)``, ``T`` defaulting to the rank.
-
-    Parameters
-    ----------
-    F : SetFunction
-        The objective.
-    M : Matroid
-        The constraint.
-    epsilon : float or Fraction
-        The run's epsilon.
-    T : int or None
-        The number of steps.
-    value_bound : float, optional
-        A public bound on ``F`` (:func:`.contract.check_finite_scale`).
-    """
-    check_pair(F, M)
-    eps = check_epsilon(epsilon)
-    T = M.r if T is None else int(T)
-    if T < 1:
-        raise DataValidationError("T", f"the number of steps must be >= 1, got {T}")
-    check_finite_scale(F, M, eps, value_bound)
-    return eps, T
 
 
 def private_continuous_greedy(
@@ -169,7 +119,43 @@ def private_continuous_greedy(
     ``maurey`` (averages of ``maurey_m`` bases: ``maurey_m`` independent base EMs at ``eps'/m``, a
     ``sqrt(r/m)``-cover of ``B(M)``), ``grid`` (the faithful certified cover, tiny instances) and
     ``explicit``.  Rounding: swap rounding of the bases (grid/explicit directions are first lifted to
-    bases by the spec 6.3 LP, A3)."""
+    bases by the spec 6.3 LP, A3).
+
+    Parameters
+    ----------
+    F : SetFunction
+        The objective (the private data), with its declared sensitivity.
+    M : Matroid
+        The constraint, on the same ground set.
+    epsilon : float or Fraction
+        The paper's per-mechanism epsilon (> 0 and finite unless ``diagnostic``).
+    T : int, optional
+        The number of steps (default the rank).
+    cover : {"bases", "maurey", "grid", "explicit"}, default "bases"
+        The cover of ``P(M)`` the mechanism draws from.
+    q : int, optional
+        The grid resolution (``cover="grid"``).
+    points : array_like, optional
+        The explicit cover (``cover="explicit"``).
+    maurey_m : int, optional
+        Bases averaged per direction (``cover="maurey"``).
+    gradient_mode : {"auto", "closed_form", "exact_enum", "sampled"}, default "auto"
+        How ``grad f`` is computed.
+    samples : int, optional
+        Common random sets per sampled gradient (``gradient_mode="sampled"``).
+    rounding : {"swap", "none"}, default "swap"
+        Round ``x_T`` to a base.
+    seed : None, int or numpy.random.Generator, optional
+        None (or a secure generator) for a private run; a seed gives reproducible streams, not private.
+    accountant : PrivacyAccountant, optional
+        The ledger charged (default: a new one).
+    diagnostic : bool, default False
+        Admit the non-private limits ``eps = inf`` (argmax) and ``eps = 0`` (uniform).
+
+    Returns
+    -------
+    PrivateCGResult
+    """
     eps, acc = run_ledger(epsilon, accountant, diagnostic)
     _, T = check_run(F, M, eps, T)
     rngs = run_streams(seed, ["em", "gradient", "rounding"], acc)
@@ -269,7 +255,45 @@ def improved_private_continuous_greedy(
     ``N`` is ``sample_size`` or else :func:`alg2_sample_size` from the public bound ``value_bound``
     (default: ``F.max_value`` when the function class declares it public; a callable whose
     ``max_value`` was read off the data needs ``value_bound``, which every private run requires).  The released
-    ``info`` holds only public quantities (``N``, ``K_L``, ``width``, ``value_bound``)."""
+    ``info`` holds only public quantities (``N``, ``K_L``, ``width``, ``value_bound``).
+
+    Parameters
+    ----------
+    F : SetFunction
+        The objective (the private data), with its declared sensitivity.
+    M : Matroid
+        The constraint, on the same ground set.
+    epsilon : float or Fraction
+        The paper's per-mechanism epsilon, finite and > 0.
+    T : int, optional
+        The number of steps (default the rank).
+    cover : {"bases", "grid"}, default "bases"
+        The cover sub-sampled.
+    q : int, optional
+        The grid resolution (``cover="grid"``).
+    mu : float, optional
+        The quantisation parameter (``w = ln(1 + mu)``), overriding ``mu_mode``.
+    mu_mode : {"paper", "scale"}, default "paper"
+        ``mu = e^eps - 1``, or ``w = Delta``.
+    sample_size : int, optional
+        ``N``, the sub-sample size (default from ``value_bound``).
+    value_bound : float, optional
+        A public bound ``M_F`` (default ``F.max_value`` when public).
+    gradient_mode : {"auto", "closed_form", "exact_enum", "sampled"}, default "auto"
+        How ``grad f`` is computed.
+    samples : int, optional
+        Common random sets per sampled gradient (``gradient_mode="sampled"``).
+    rounding : {"swap", "none"}, default "swap"
+        Round ``x_T`` to a base.
+    seed : None, int or numpy.random.Generator, optional
+        None (or a secure generator) for a private run; a seed gives reproducible streams, not private.
+    accountant : PrivacyAccountant, optional
+        The ledger charged (default: a new one).
+
+    Returns
+    -------
+    PrivateCGResult
+    """
     eps, T = check_run(F, M, epsilon, T, value_bound)
     if not 0 < eps < math.inf:
         raise PrivacyParameterError("epsilon", f"Algorithm 2 needs a finite positive epsilon, got {epsilon!r}")

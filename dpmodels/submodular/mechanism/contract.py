@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import math
 
-from dpmodels.core.errors import PrivacyParameterError
+from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 
-from ..accounting import PrivacyAccountant, check_private_epsilon
-from ..matroids import Matroid
+from ..accounting import PrivacyAccountant, check_epsilon, check_private_epsilon
+from ..data import SetFunction
+from ..matroids import Matroid, check_pair
 from .exponential import inverse_temperature
 from .randomness import streams
 
-__all__ = ["run_ledger", "run_streams", "check_finite_scale"]
+__all__ = ["run_ledger", "run_streams", "check_finite_scale", "check_run"]
 
 
 def run_streams(seed, names, acc: PrivacyAccountant) -> dict:
@@ -112,3 +113,28 @@ def check_finite_scale(F, M: Matroid, eps: float, value_bound: float | None = No
             "eps/(2 Delta) times the public score bound r M_F |E| overflows a float; "
             "use a smaller epsilon (epsilon=inf with diagnostic=True is the non-private argmax)",
         )
+
+
+def check_run(F: SetFunction, M: Matroid, epsilon, T, value_bound: float | None = None):
+    """Check a continuous mechanism's inputs before any draw: ``(eps, T)``, ``T`` defaulting to the rank.
+
+    Parameters
+    ----------
+    F : SetFunction
+        The objective.
+    M : Matroid
+        The constraint.
+    epsilon : float or Fraction
+        The run's epsilon.
+    T : int or None
+        The number of steps.
+    value_bound : float, optional
+        A public bound on ``F`` (:func:`.contract.check_finite_scale`).
+    """
+    check_pair(F, M)
+    eps = check_epsilon(epsilon)
+    T = M.r if T is None else int(T)
+    if T < 1:
+        raise DataValidationError("T", f"the number of steps must be >= 1, got {T}")
+    check_finite_scale(F, M, eps, value_bound)
+    return eps, T

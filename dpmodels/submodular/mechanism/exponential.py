@@ -86,7 +86,22 @@ def em_choice(scores, inv_temp, rng) -> tuple[int, np.ndarray]:
     probabilities (floats, :func:`em_probabilities`) for reporting.
 
     ``inv_temp`` is a Fraction (:func:`inverse_temperature`), an int, or a float read as the dyadic
-    rational it is; ``inf`` is the argmax (lowest index on ties), drawing nothing."""
+    rational it is; ``inf`` is the argmax (lowest index on ties), drawing nothing.
+
+    Parameters
+    ----------
+    scores : array_like
+        One finite score per candidate.
+    inv_temp : Fraction, int or float
+        The inverse temperature ``eps / (2 Delta)``; ``inf`` is the argmax.
+    rng : numpy.random.Generator
+        The mechanism's stream.
+
+    Returns
+    -------
+    tuple
+        ``(index, probabilities)``.
+    """
     q, beta = _check_em_inputs(scores, inv_temp)
     probs = em_probabilities(q, beta)
     if math.isinf(beta):

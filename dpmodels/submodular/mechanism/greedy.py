@@ -65,7 +65,27 @@ def mitrovic_private_greedy(
     accountant: PrivacyAccountant | None = None,
     diagnostic: bool = False,
 ) -> GreedyResult:
-    """Mitrovic et al.: ``r`` EM steps over the feasible ``e`` with score ``F(S + e) - F(S)``; ``eps`` per step."""
+    """Mitrovic et al.: ``r`` EM steps over the feasible ``e`` with score ``F(S + e) - F(S)``; ``eps`` per step.
+
+    Parameters
+    ----------
+    F : SetFunction
+        The objective (the private data), with its declared sensitivity.
+    M : Matroid
+        The constraint, on the same ground set.
+    epsilon : float or Fraction
+        The epsilon of each step.
+    seed : None, int or numpy.random.Generator, optional
+        None (or a secure generator) for a private run; a seed gives reproducible streams, not private.
+    accountant : PrivacyAccountant, optional
+        The ledger charged (default: a new one).
+    diagnostic : bool, default False
+        Admit the non-private limits ``eps = inf`` (argmax) and ``eps = 0`` (uniform).
+
+    Returns
+    -------
+    GreedyResult
+    """
     eps, acc, beta = greedy_setup(F, M, epsilon, accountant, diagnostic)
     rng = run_streams(seed, ["em"], acc)["em"]
     start = F.calls
@@ -111,7 +131,27 @@ def private_k_greedy(
     accountant: PrivacyAccountant | None = None,
     diagnostic: bool = False,
 ) -> GreedyResult:
-    """Algorithm 3: ``r`` EM steps over ``Lambda(x) x [k]``; ``eps`` per step (cancellation), ``eps r`` total."""
+    """Algorithm 3: ``r`` EM steps over ``Lambda(x) x [k]``; ``eps`` per step (cancellation), ``eps r`` total.
+
+    Parameters
+    ----------
+    F : KSubmodularFunction
+        The objective (the private data), with its declared sensitivity.
+    M : Matroid
+        The constraint, on the same ground set.
+    epsilon : float or Fraction
+        The epsilon of each step.
+    seed : None, int or numpy.random.Generator, optional
+        None (or a secure generator) for a private run; a seed gives reproducible streams, not private.
+    accountant : PrivacyAccountant, optional
+        The ledger charged (default: a new one).
+    diagnostic : bool, default False
+        Admit the non-private limits ``eps = inf`` (argmax) and ``eps = 0`` (uniform).
+
+    Returns
+    -------
+    GreedyResult
+    """
     eps, acc, beta = greedy_setup(F, M, epsilon, accountant, diagnostic)
     rng = run_streams(seed, ["em"], acc)["em"]
     start = F.calls
@@ -147,7 +187,29 @@ def private_k_greedy_sampled(
     diagnostic: bool = False,
 ) -> GreedyResult:
     """Algorithm 4: like Alg. 3 but over ``R cap Lambda`` for a uniform ``R`` of size ``s_t`` drawn from
-    a data-independent stream; an empty intersection redraws ``R`` (counted in ``info``)."""
+    a data-independent stream; an empty intersection redraws ``R`` (counted in ``info``).
+
+    Parameters
+    ----------
+    F : KSubmodularFunction
+        The objective (the private data), with its declared sensitivity.
+    M : Matroid
+        The constraint, on the same ground set.
+    epsilon : float or Fraction
+        The epsilon of each step.
+    gamma : float, default 0.1
+        The failure probability that sets the subset sizes, in (0, 1).
+    seed : None, int or numpy.random.Generator, optional
+        None (or a secure generator) for a private run; a seed gives reproducible streams, not private.
+    accountant : PrivacyAccountant, optional
+        The ledger charged (default: a new one).
+    diagnostic : bool, default False
+        Admit the non-private limits ``eps = inf`` (argmax) and ``eps = 0`` (uniform).
+
+    Returns
+    -------
+    GreedyResult
+    """
     if not 0 < gamma < 1:
         raise DataValidationError("gamma", f"the failure probability must be in (0, 1), got {gamma}")
     eps, acc, beta = greedy_setup(F, M, epsilon, accountant, diagnostic)

@@ -51,7 +51,17 @@ def has_closed_form(F: SetFunction) -> bool:
 
 def multilinear(F: SetFunction, x, mode: str = "auto") -> float:
     """``f(x)``; ``mode`` is ``auto`` (closed form when available, else enumeration), ``closed_form``
-    or ``exact_enum``."""
+    or ``exact_enum``.
+
+    Parameters
+    ----------
+    F : SetFunction
+        The objective (the private data), with its declared sensitivity.
+    x : array_like
+        A point of ``[0, 1]^E``.
+    mode : {"auto", "closed_form", "exact_enum"}, default "auto"
+        How ``f`` is computed.
+    """
     x = _point(F, x)
     mode = _mode(F, mode)
     if mode == "exact_enum":
@@ -62,7 +72,19 @@ def multilinear(F: SetFunction, x, mode: str = "auto") -> float:
 
 
 def gradient(F: SetFunction, x, mode: str = "auto", kind: str = "partial") -> np.ndarray:
-    """``grad f(x)`` (``kind="partial"``) or the marginal weights ``(1 - x) * grad f`` (``"marginal"``)."""
+    """``grad f(x)`` (``kind="partial"``) or the marginal weights ``(1 - x) * grad f`` (``"marginal"``).
+
+    Parameters
+    ----------
+    F : SetFunction
+        The objective (the private data), with its declared sensitivity.
+    x : array_like
+        A point of ``[0, 1]^E``.
+    mode : {"auto", "closed_form", "exact_enum"}, default "auto"
+        How the gradient is computed.
+    kind : {"partial", "marginal"}, default "partial"
+        The partial derivatives, or ``(1 - x) * grad f``.
+    """
     x = _point(F, x)
     if kind not in ("partial", "marginal"):
         raise DataValidationError("kind", f"must be 'partial' or 'marginal', got {kind!r}")

@@ -22,7 +22,17 @@ __all__ = ["KCoverage", "SeparableSum", "ad_slots", "facility_variant"]
 
 
 class KCoverage(KSubmodularFunction):
-    """``F(s) = w(union_{e in supp s} N_{s(e)}(e))``; ``incidence[i]`` is the |E| x |V| matrix of ``N_{i+1}``."""
+    """``F(s) = w(union_{e in supp s} N_{s(e)}(e))``; ``incidence[i]`` is the |E| x |V| matrix of ``N_{i+1}``.
+
+    Parameters
+    ----------
+    incidence : sequence of matrices
+        One |E| x |V| 0/1 matrix per type.
+    weights : array_like, optional
+        One weight per user (default 1).
+    sensitivity : float, optional
+        The declared bound ``Delta`` (required with ``weights``).
+    """
 
     def __init__(self, incidence: Sequence, weights=None, sensitivity: float | None = None):
         mats = [
@@ -60,7 +70,15 @@ class KCoverage(KSubmodularFunction):
 
 
 class SeparableSum(KSubmodularFunction):
-    """``F(s) = sum_i g_i(S_i)`` with monotone submodular ``g_i`` (paper Examples 5.1, 5.2)."""
+    """``F(s) = sum_i g_i(S_i)`` with monotone submodular ``g_i`` (paper Examples 5.1, 5.2).
+
+    Parameters
+    ----------
+    parts : sequence of SetFunction
+        ``g_1, ..., g_k``.
+    sensitivity : float, optional
+        A declared ``Delta`` at least the parts' largest (default: that largest).
+    """
 
     def __init__(self, parts: Sequence[SetFunction], sensitivity: float | None = None):
         if not parts:

@@ -88,6 +88,15 @@ class WeightedCoverage(SetFunction):
     ``max_v w_v`` (A9).  ``sensitivity`` is the *declared* global bound ``Delta`` on any user's weight
     (data-independent, A10): with unit weights (``weights=None``) it defaults to 1; explicit weights
     need it declared, and a weight above it is refused (``F`` would then change by more than ``Delta``).
+
+    Parameters
+    ----------
+    incidence : scipy.sparse matrix or array_like
+        |E| x |V|, 0/1: which users each element covers.
+    weights : array_like, optional
+        One weight per user (default 1).
+    sensitivity : float, optional
+        The declared bound ``Delta`` on a user's weight (required with ``weights``).
     """
 
     def __init__(self, incidence, weights=None, sensitivity: float | None = None):
@@ -132,7 +141,15 @@ class FacilityLocation(SetFunction):
     Customers are the private records.  ``benefit_bound`` ``B`` is a *declared*, data-independent
     bound on every benefit; replacing one customer changes ``F`` by at most ``B``, so ``Delta = B``
     (A10).  A benefit outside ``[0, B]`` is refused, never clipped.  ``max_value = B * customers``
-    is public too (the number of customers is public under replace-one)."""
+    is public too (the number of customers is public under replace-one).
+
+    Parameters
+    ----------
+    benefit : array_like or scipy.sparse matrix
+        |E| x customers, in ``[0, B]``.
+    benefit_bound : float
+        The declared bound ``B``.
+    """
 
     def __init__(self, benefit, benefit_bound: float):
         c = sp.csc_matrix(benefit, dtype=np.float64)
@@ -177,6 +194,17 @@ class DecomposableSum(SetFunction):
     finite, in ``[0, B]`` and monotone, and is refused for larger ``n`` unless the caller passes
     ``trust_records=True``, which makes the ``[0, B]`` range of those records *the user's
     responsibility* (a record outside it voids the privacy guarantee).
+
+    Parameters
+    ----------
+    functions : sequence of SetFunction
+        The records ``F_i`` (on one ground set).
+    record_bound : float
+        The declared bound ``B``.
+    average : bool, default True
+        ``(1/n) sum`` instead of ``sum``.
+    trust_records : bool, default False
+        Accept records that cannot be certified (their range is then the caller's responsibility).
     """
 
     def __init__(
@@ -247,6 +275,21 @@ class CallableFunction(SetFunction):
     ``probes`` random chains drawn from a fixed seed); a violation is a ``DataValidationError``.
     A declared ``max_value`` is a public bound ``M_F`` (``F(E)`` above it is refused); without
     one, ``max_value = F(E)`` is read off the data and is *not* public.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(frozenset) -> float``.
+    n : int
+        The size of the ground set.
+    sensitivity : float
+        The declared ``Delta``.
+    max_value : float, optional
+        A declared public bound ``M_F``.
+    check : bool, default True
+        Check the declaration at construction.
+    probes : int, default 200
+        Random chains checked when ``n > 10``.
     """
 
     def __init__(
