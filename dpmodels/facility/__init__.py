@@ -5,7 +5,7 @@ The folder, by what each module holds (the same names mean the same thing in eve
 =====================  ===========================================================================
 ``data``               the validated inputs: :class:`UFLInstance` (locations, metric, facility
                        cost ``f``, client counts ``N``, the sensitive truth) and the λ-HST
-                       :class:`HST` / :class:`HSTInstance`
+                       :class:`HST` / :class:`HSTInstance`; ``checks``: the checks of their fields
 ``models``             the Pyomo builders ``build_*`` (the UFL MIP and its LP relaxation, the tree
                        model, the LB9 antichain LP), registered
 ``mechanism``          the privacy mechanism: :func:`algorithm2` (DP-UFL-tree) draws the marks of
