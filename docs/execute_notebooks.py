@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from pathlib import Path
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -41,7 +42,9 @@ def execute_notebook(path: Path, timeout: int = 600, kernel: str = "python3") ->
     from nbclient import NotebookClient
 
     started = time.perf_counter()
-    _, normalized = nbformat.validator.normalize(nbformat.read(path, as_version=4))  # cell ids
+    with warnings.catch_warnings():  # a cell without an id: normalize below gives it one
+        warnings.simplefilter("ignore", nbformat.warnings.MissingIDFieldWarning)
+        _, normalized = nbformat.validator.normalize(nbformat.read(path, as_version=4))
     notebook = nbformat.from_dict(normalized)
     folder = {"metadata": {"path": path.parent}}  # the notebook's folder is its working directory
     NotebookClient(notebook, timeout=timeout, kernel_name=kernel, resources=folder).execute()
