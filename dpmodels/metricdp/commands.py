@@ -254,7 +254,7 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
 def _run_release(args) -> int:
     from .release_command import run_release_command
 
-    return run_release_command(args)
+    return run_release_command(args, RELEASE_INSTANCE, RELEASE_SETTINGS)
 
 
 FAMILY = Family(

@@ -13,12 +13,22 @@ from pathlib import Path
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.settings import parse_settings
 
-from .commands import RELEASE_INSTANCE, RELEASE_SETTINGS
-
 __all__ = ["run_release_command"]
 
 
-def run_release_command(args) -> int:
+def run_release_command(args, default_instance: str, default_settings: dict) -> int:
+    """Run ``release mdp`` on parsed ``args``; the built-in domain is ``default_instance`` shaped by
+    ``default_settings`` (declared in :mod:`.commands`, passed here so this module imports nothing of it).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    default_instance : str
+        The instance generated when neither ``--instance`` nor ``--points`` is given.
+    default_settings : dict
+        Its generator settings (``--set`` overrides them).
+    """
     import pandas as pd
 
     from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
@@ -30,7 +40,7 @@ def run_release_command(args) -> int:
     epsilon = _per_km(args.epsilon)
 
     def load():
-        instance = _release_domain(args, epsilon)
+        instance = _release_domain(args, epsilon, default_instance, default_settings)
         fallback = _fallback(instance, args.outside)  # a public declaration, checked before the records are read
         labels = instance.info.get("labels") or [str(i) for i in range(instance.N)]
         users, records = records_from_csv(args.records, labels, cells="labels" not in instance.info)
@@ -97,7 +107,7 @@ def _per_km(text) -> float:
     return float(as_epsilon(text, "--epsilon"))
 
 
-def _release_domain(args, epsilon: float):
+def _release_domain(args, epsilon: float, default_instance: str, default_settings: dict):
     """The public metric: a points file, or a generated (or built-in) instance at ``epsilon`` and ``--eta``."""
     import dpmodels.instances as instances
     from dpmodels.instances.metricdp import locations_from_csv
@@ -113,12 +123,12 @@ def _release_domain(args, epsilon: float):
         if args.set:
             raise DataValidationError("--set", "shapes a generated --instance, not --points")
         return locations_from_csv(args.points, epsilon, args.eta)
-    name = args.instance or RELEASE_INSTANCE
+    name = args.instance or default_instance
     settings = parse_settings(args.set)
     for key, flag in (("epsilon", "--epsilon"), ("eta", "--eta")):
         if key in settings:
             raise DataValidationError("--set", f"{key} is given by {flag}")
-    defaults = RELEASE_SETTINGS if name == RELEASE_INSTANCE else None
+    defaults = default_settings if name == default_instance else None
     generated = instances.is_generator(name)
     privacy = {"epsilon": epsilon, "eta": args.eta} if generated else {}
     data = instances.from_settings(name, settings, defaults, **privacy)
