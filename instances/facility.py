@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from dpmodels.instances.userfiles import read_user_csv
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_example
@@ -24,6 +23,7 @@ from dpmodels.core.noise import make_rng
 from dpmodels.facility.checks import check_lambda
 from dpmodels.facility.data import HST, HSTInstance, UFLInstance
 from dpmodels.facility.release import count_cap
+from dpmodels.instances.userfiles import read_user_csv
 
 from .registry import register_generator, register_instance
 

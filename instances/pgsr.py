@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from dpmodels.instances.userfiles import read_user_csv
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_example
 from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.noise import make_rng
+from dpmodels.instances.userfiles import read_user_csv
 from dpmodels.pgsr.bounding import fit_width
 from dpmodels.pgsr.data import GroupSizeData
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from dpmodels.instances.userfiles import read_user_csv
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_example
 from dpmodels.core.noise import make_rng
+from dpmodels.instances.userfiles import read_user_csv
 from dpmodels.topdown.data import (
     GQ_TYPES,
     Edit,

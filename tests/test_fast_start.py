@@ -66,9 +66,8 @@ def test_a_stand_in_builds_the_real_plugin_in_both_pyomo_apis():
 
 
 def test_every_declared_plugin_loads_and_declares_capabilities():
-    from dpmodels.solvers import declared_plugins, load_plugins
-
     from dpmodels.core.capabilities import capabilities
+    from dpmodels.solvers import declared_plugins, load_plugins
 
     loaded = load_plugins()
     assert set(declared_plugins()) <= set(loaded)

@@ -2,10 +2,10 @@
 plugins are adapters that import no other plugin, and no family imports the plugins."""
 
 import pytest
-from dpmodels.solvers import declared_plugins
 from import_graph import cycles, import_graph, modules
 
 from dpmodels.core.families import family_names
+from dpmodels.solvers import declared_plugins
 
 #: Whatever families exist (found by convention): a new family is covered without editing this test.
 FAMILIES = family_names()

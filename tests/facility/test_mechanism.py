@@ -5,7 +5,6 @@ import math
 import numpy as np
 import pyomo.environ as pyo
 import pytest
-from dpmodels.instances.facility import chain_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +26,7 @@ from dpmodels.facility.mechanism import (
 )
 from dpmodels.facility.models import build_tree_model, build_ufl_mip, open_sites
 from dpmodels.facility.privacy_audit import privacy_loss_exact
+from dpmodels.instances.facility import chain_tree
 
 seeds = st.integers(0, 10_000)
 A_IDS = {"r": 0, "a": 1, "b": 2, "a1": 3, "a2": 4, "b1": 5, "b2": 6, "l1": 7, "l3": 9, "l8": 14}

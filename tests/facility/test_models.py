@@ -3,7 +3,6 @@
 import numpy as np
 import pyomo.environ as pyo
 import pytest
-from dpmodels.instances.facility import star_opt, two_point_opt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +14,7 @@ from dpmodels.facility.data import UFLInstance
 from dpmodels.facility.hst import tree_cost
 from dpmodels.facility.hst_optimum import lb9, tree_dp
 from dpmodels.facility.models import build_lb9_lp, build_tree_model, build_ufl_mip, open_sites, solve_reference
+from dpmodels.instances.facility import star_opt, two_point_opt
 
 seeds = st.integers(0, 10_000)
 

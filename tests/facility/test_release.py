@@ -18,7 +18,6 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
-from dpmodels.instances.facility import from_csv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -45,6 +44,7 @@ from dpmodels.facility.release import (
 )
 from dpmodels.facility.release import release as facility_release
 from dpmodels.facility.results import TreeRelease
+from dpmodels.instances.facility import from_csv
 
 OTHER_COUNTS = [3, 1, 1, 0, 0, 0, 1, 1]  # example A has (3, 0, 1, 0, 0, 0, 0, 1)
 

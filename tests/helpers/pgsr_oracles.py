@@ -12,9 +12,9 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from dpmodels.instances.pgsr import random_tree
 from hypothesis import strategies as st
 
+from dpmodels.instances.pgsr import random_tree
 from dpmodels.pgsr.data import chain_cumulative, cumulative
 
 

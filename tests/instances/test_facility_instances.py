@@ -4,13 +4,13 @@ import math
 
 import numpy as np
 import pytest
-from dpmodels.instances.facility import from_files, star_opt
 
 from dpmodels import instances
 from dpmodels.core.errors import DataValidationError
 from dpmodels.facility.data import HSTInstance, UFLInstance
 from dpmodels.facility.hst import leaf_distances
 from dpmodels.facility.models import build_tree_model, build_ufl_mip, solve_reference
+from dpmodels.instances.facility import from_files, star_opt
 
 
 def test_names_are_registered():

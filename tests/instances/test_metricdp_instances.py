@@ -3,11 +3,11 @@
 import numpy as np
 import pandas as pd
 import pytest
-from dpmodels.instances.metricdp import road_from_files, text_embeddings
 from scipy.sparse.csgraph import dijkstra
 
 from dpmodels import instances
 from dpmodels.core.errors import DataValidationError
+from dpmodels.instances.metricdp import road_from_files, text_embeddings
 from dpmodels.metricdp.data import haversine_km
 
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pandas as pd
 import pytest
-from dpmodels.instances.pgsr import census_like, census_size_distribution, from_csv, taxi_like
 
 from dpmodels import instances
 from dpmodels.core.errors import DataValidationError
+from dpmodels.instances.pgsr import census_like, census_size_distribution, from_csv, taxi_like
 
 
 def test_registry_lists_and_rejects():

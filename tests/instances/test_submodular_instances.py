@@ -4,10 +4,10 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from dpmodels.instances.submodular import coverage_from_file, facility_from_file
 
 from dpmodels import instances
 from dpmodels.core.errors import DataValidationError
+from dpmodels.instances.submodular import coverage_from_file, facility_from_file
 from dpmodels.submodular.data import SubmodularInstance
 from dpmodels.submodular.matroids import GraphicMatroid, PartitionMatroid, UniformMatroid
 from dpmodels.submodular.objectives import submodularity_violations

@@ -31,9 +31,8 @@ def test_full_lp_is_registered_with_its_payload_and_a_tiny_example():
 
 @pytest.mark.parametrize("name", ["mdp_ipm", "mdp_benders"])
 def test_plugins_solve_the_payload(name):
-    from dpmodels.solvers import REGISTERED
-
     from dpmodels.core.errors import SolverOptionError
+    from dpmodels.solvers import REGISTERED
 
     payload = get_marker(instances.example("mdp.full_lp")).data
     res = REGISTERED[name].solve_data(payload, gap=1e-6)

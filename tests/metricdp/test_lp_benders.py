@@ -269,11 +269,10 @@ def test_benders_default_blocks_fit_the_model_and_too_many_are_refused():
     """Issue: the old default blocks=25 failed on a 12-record model (k-means needs M <= N).  The
     default is min(25, max(1, N // 20)) (the paper's 25 blocks for 500 records); a given number
     above N is refused, naming ``blocks``, by the plugin and by solve_data."""
-    from dpmodels.solvers.mdp_benders import MDPBendersSolver, default_blocks
-
     from dpmodels import instances
     from dpmodels.core.errors import SolverOptionError
     from dpmodels.metricdp.models import FullLPPayload
+    from dpmodels.solvers.mdp_benders import MDPBendersSolver, default_blocks
 
     assert [default_blocks(n) for n in (1, 12, 39, 40, 80, 500, 5000)] == [1, 1, 1, 2, 4, 25, 25]
     inst = instances.generate("mdp/grid", seed=0, rows=3, cols=4, K=4, epsilon=1.0, eta=1.5)

@@ -13,7 +13,6 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from dpmodels.instances.metricdp import OUTSIDE, locations_from_csv, records_from_csv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
@@ -22,6 +21,7 @@ from dpmodels import cli, instances
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.facts import ReleaseFacts
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE, release_rng
+from dpmodels.instances.metricdp import OUTSIDE, locations_from_csv, records_from_csv
 from dpmodels.metricdp.data import MDPInstance, euclidean_distances
 from dpmodels.metricdp.mechanism import optimal_mechanism, sample_outputs
 from dpmodels.metricdp.privacy_audit import is_exactly_mdp

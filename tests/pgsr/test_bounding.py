@@ -10,12 +10,12 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 import pytest
-from dpmodels.instances.pgsr import from_csv, random_tree, running_example, taxi_like
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.hierarchy import Hierarchy
+from dpmodels.instances.pgsr import from_csv, random_tree, running_example, taxi_like
 from dpmodels.pgsr.bounding import RULES
 from dpmodels.pgsr.data import GroupSizeData
 

@@ -3,13 +3,13 @@ bars, and a default on which the mechanisms differ instead of all sitting at the
 
 import xml.etree.ElementTree as ET
 
-import dpmodels.instances as instances
 import numpy as np
 import pytest
-from dpmodels.instances.pgsr import taxi_like
 from figure_checks import readable, reference_styles, visible_tick_labels
 
+import dpmodels.instances as instances
 from dpmodels.cli import main
+from dpmodels.instances.pgsr import taxi_like
 from dpmodels.pgsr.commands import COMPARE_INSTANCE, COMPARE_SETTINGS
 from dpmodels.pgsr.compare import compare_mechanisms, plot_comparison, table7
 

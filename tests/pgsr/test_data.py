@@ -3,13 +3,13 @@
 import numpy as np
 import pandas as pd
 import pytest
-from dpmodels.instances.pgsr import random_tree
 from hypothesis import given
 from hypothesis import strategies as st
 
 from dpmodels.core.errors import DataValidationError, InfeasibleDomainError
 from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.noise import truncation_delta
+from dpmodels.instances.pgsr import random_tree
 from dpmodels.pgsr.data import (
     GroupSizeData,
     NoisyGroupSizes,

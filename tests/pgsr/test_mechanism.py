@@ -5,12 +5,12 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from dpmodels.instances.pgsr import taxi_like
 from scipy import stats
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.metrics import release_metrics
 from dpmodels.core.noise import double_geometric_pmf
+from dpmodels.instances.pgsr import taxi_like
 from dpmodels.pgsr import mechanism as mech
 from dpmodels.pgsr import postprocessing as post
 from dpmodels.pgsr.data import NoisyGroupSizes, chain_cumulative, cumulative

@@ -3,12 +3,12 @@
 import numpy as np
 import pyomo.environ as pyo
 import pytest
-from dpmodels.instances.pgsr import random_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
 
 from dpmodels.core.marker import get_marker
+from dpmodels.instances.pgsr import random_tree
 from dpmodels.pgsr import models as M
 from dpmodels.pgsr.data import NoisyGroupSizes, chain_cumulative, chain_order, cumulative
 from dpmodels.pgsr.domains import Domains

@@ -3,7 +3,6 @@
 import numpy as np
 import pyomo.environ as pyo
 import pytest
-from dpmodels.instances.pgsr import random_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pgsr_oracles import brute_force, min_plus
@@ -13,6 +12,7 @@ from pyomo.contrib.solver.common.util import NoOptimalSolutionError
 
 from dpmodels.core.errors import InfeasibleDomainError, ModelStructureError
 from dpmodels.core.relax import relax_integer_vars
+from dpmodels.instances.pgsr import random_tree
 from dpmodels.pgsr import models as M
 from dpmodels.pgsr.algorithms.chain import chain_tables, solve_chain
 from dpmodels.pgsr.algorithms.cumulative import solve_cumulative_dp, solve_isotonic

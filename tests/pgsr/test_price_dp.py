@@ -1,13 +1,13 @@
 """The price oracle of Model 1 against brute force, the table DP and the window solver."""
 
 import pytest
-from dpmodels.instances.pgsr import random_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pgsr_oracles import brute_force, consistent, small_instances
 from pgsr_prices import solve_by_prices
 
 from dpmodels.core.errors import DataValidationError
+from dpmodels.instances.pgsr import random_tree
 from dpmodels.pgsr.algorithms.hierarchical import solve_hierarchical
 from dpmodels.pgsr.algorithms.window import solve_exact
 from dpmodels.pgsr.data import NoisyGroupSizes

@@ -8,7 +8,6 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
-from dpmodels.instances.pgsr import from_csv
 from pgsr_loss import exact_privacy_loss
 
 from dpmodels import instances
@@ -19,6 +18,7 @@ from dpmodels.core.metrics import release_metrics
 from dpmodels.core.randomness import SECURE_SOURCE
 from dpmodels.core.resources import format_bytes
 from dpmodels.core.session import BudgetExceededError, PrivacySession
+from dpmodels.instances.pgsr import from_csv
 from dpmodels.pgsr.bounding import RULES
 from dpmodels.pgsr.data import GroupSizeData
 from dpmodels.pgsr.mechanism import measure

@@ -164,7 +164,6 @@ def test_a_run_without_solution_has_no_metrics_rather_than_zero_violations():
     """Clarabel stopped by a time limit returns no point: the row's errors and #CV are NaN (shown as
     'no solution'), never a #CV of 0 computed on missing counts."""
     from dpmodels.instances.pgsr import taxi_like
-
     from dpmodels.pgsr.compare import compare_mechanisms
     from dpmodels.pgsr.table7 import _cell
 

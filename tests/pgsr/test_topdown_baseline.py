@@ -11,13 +11,13 @@ import itertools
 import numpy as np
 import pyomo.environ as pyo
 import pytest
-from dpmodels.instances.pgsr import random_tree
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pyomo.contrib.solver.common.factory import SolverFactory
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.metrics import release_metrics
+from dpmodels.instances.pgsr import random_tree
 from dpmodels.pgsr.algorithms.topdown_baseline import largest_remainder, project_simplex, solve_topdown_baseline
 from dpmodels.pgsr.data import NoisyGroupSizes
 from dpmodels.pgsr.mechanism import measure, run_mechanism

@@ -3,7 +3,6 @@ brute force, SCIP, the table DP and HiGHS on the relaxation."""
 
 import numpy as np
 import pytest
-from dpmodels.instances.pgsr import random_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pgsr_oracles import brute_force, consistent, small_instances
@@ -11,6 +10,7 @@ from pgsr_oracles import brute_force, consistent, small_instances
 from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.core.facade import solve
 from dpmodels.core.relax import relax_integer_vars
+from dpmodels.instances.pgsr import random_tree
 from dpmodels.pgsr.algorithms.hierarchical import solve_hierarchical
 from dpmodels.pgsr.algorithms.relaxation import relaxed_values
 from dpmodels.pgsr.algorithms.window import _window_optimum, exchange_gain, solve_exact, window_domains

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import math
 
-import dpmodels.solvers  # noqa: F401  (registers "clarabel")
 import numpy as np
 import pyomo.environ as pyo
 import pytest
@@ -24,6 +23,7 @@ from pyomo.contrib.solver.common.util import (
     NoSolutionError,
 )
 
+import dpmodels.solvers  # noqa: F401  (registers "clarabel")
 from dpmodels.core.errors import ModelStructureError
 
 TC = TerminationCondition

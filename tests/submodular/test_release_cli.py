@@ -14,7 +14,6 @@ from fractions import Fraction
 
 import pandas as pd
 import pytest
-from dpmodels.instances.submodular import from_csv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +22,7 @@ from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.facts import ReleaseFacts
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE
 from dpmodels.core.session import PrivacySession
+from dpmodels.instances.submodular import from_csv
 from dpmodels.submodular.release import (
     BOUNDING_RULES,
     NEIGHBOURS,

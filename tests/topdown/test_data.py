@@ -11,6 +11,11 @@ import itertools
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.instances.topdown import (
     ADULT_ONLY_GQ,
     PRESETS,
@@ -20,11 +25,6 @@ from dpmodels.instances.topdown import (
     records,
     synthetic_census,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from dpmodels.core.errors import DataValidationError
-from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.topdown.data import (
     GEOCODE_LEVELS,
     Attribute,

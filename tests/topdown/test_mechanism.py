@@ -12,12 +12,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from dpmodels.instances.topdown import synthetic_census
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
 from dpmodels.core.errors import DataValidationError
+from dpmodels.instances.topdown import synthetic_census
 from dpmodels.topdown.driver import run_topdown
 from dpmodels.topdown.mechanism import Measurements, Strategy, default_strategy, measure
 from dpmodels.topdown.queries import QuerySet, grouping_matrix, identity, kron_query, marginal, total

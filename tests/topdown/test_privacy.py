@@ -16,12 +16,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from dpmodels.instances.topdown import synthetic_census
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.hierarchy import Hierarchy
+from dpmodels.instances.topdown import synthetic_census
 from dpmodels.topdown import queries
 from dpmodels.topdown.data import Attribute, PublicKnowledge, Schema, TopDownData
 from dpmodels.topdown.driver import node_problem, topdown

@@ -14,11 +14,11 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from dpmodels.instances.topdown import records, synthetic_census
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.randomness import SECURE_SOURCE, SEEDED_SOURCE
 from dpmodels.core.session import BudgetExceededError, PrivacySession
+from dpmodels.instances.topdown import records, synthetic_census
 from dpmodels.topdown.release import HARD_CHECKS, release
 
 ATTRIBUTES = ["hhgq", "votingage", "hispanic", "cenrace"]

@@ -17,13 +17,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from dpmodels.instances.topdown import from_csv, synthetic_census
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpmodels import cli
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.session import PrivacySession
+from dpmodels.instances.topdown import from_csv, synthetic_census
 from dpmodels.topdown.data import BOUNDING_RULES
 from dpmodels.topdown.mechanism import Strategy, default_strategy
 from dpmodels.topdown.queries import QuerySet, identity
