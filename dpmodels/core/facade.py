@@ -93,7 +93,7 @@ def compare(
     polynomial algorithms) run without it, and the row says so.  ``solvers=None`` runs, for each
     model, every installed solver that can take it (:func:`solvers_for`).
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # the text bar everywhere (tqdm.auto warns in notebooks without ipywidgets)
 
     rows = []
     pairs = [(f, s) for f in models for s in (solvers or _able(models[f]))]
