@@ -163,13 +163,14 @@ def test_notebook_carries_the_outputs_of_every_code_cell(path):
 
 def test_measurements_page_names_the_command_of_every_json_file():
     """Every table of the measurements page is rendered from a file of docs/measurements/, each file
-    is rendered, and the page records the ``--json`` command that wrote it."""
+    is rendered, and the page records the ``--json`` command (a bench, or PGSR's Table 7) that wrote it."""
     page = (DOCS / "measurements.md").read_text()
     rendered = set(re.findall(r"^<!-- measurements: ([\w.-]+\.json) -->$", page, re.M))
     on_disk = {path.name for path in (DOCS / "measurements").glob("*.json")}
     assert rendered == on_disk and rendered
     for name in rendered:
-        assert re.search(rf"dpmodels bench \w+[^`\n]* --json docs/measurements/{re.escape(name)}", page), name
+        command = rf"dpmodels (?:bench|compare) \w+[^`\n]* --json docs/measurements/{re.escape(name)}"
+        assert re.search(command, page), name
 
 
 def test_measurements_page_commands_are_valid_commands():
@@ -181,7 +182,7 @@ def test_measurements_page_commands_are_valid_commands():
     assert len(commands) == len(re.findall(r"^<!-- measurements: ", page, re.M))
     for command in commands:
         words = shlex.split(command)
-        assert words[:2] == ["dpmodels", "bench"], command
+        assert words[0] == "dpmodels" and words[1] in ("bench", "compare"), command
         args = _parser().parse_args(words[1:])
         assert str(args.json).endswith(".json"), command
 
@@ -197,3 +198,21 @@ def test_every_dpmodels_command_of_the_docs_parses(command):
     from dpmodels.cli import _parser
 
     _parser().parse_args(shlex.split(command)[1:])  # argparse exits 2 on an unknown option or value
+
+
+#: Seconds or bytes in the prose that are limits or targets, not results of a run.
+STATED_LIMITS = ("the bar was 5 s", "600 s per cell")
+_QUOTED_MEASUREMENT = re.compile(
+    r"\b\d[\d,.]*\s?(?:s|ms|GB|MB|GFMA/s)\b"  # seconds, bytes
+    r"|\d+(?:\.\d+)?x (?:faster|slower)|earlier session"
+)
+
+
+@pytest.mark.parametrize("page", doc_pages(), ids=lambda p: p.relative_to(DOCS).as_posix())
+def test_no_page_quotes_a_timing_or_size_that_no_file_backs(page):
+    """A stale number is a defect: seconds, bytes and speed-ups belong in docs/measurements/*.json,
+    written by the command that measures them (the pages render them); the prose keeps none."""
+    prose = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)  # code blocks may print anything
+    for limit in STATED_LIMITS:
+        prose = prose.replace(limit, "")
+    assert not _QUOTED_MEASUREMENT.findall(prose), page.name
