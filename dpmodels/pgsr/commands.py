@@ -31,9 +31,9 @@ COMPARE_INSTANCE = "pgsr/census-like"
 #: its ceiling 2G, and its 13,500 cells made the relaxed QPs through Pyomo take most of a minute.
 COMPARE_SETTINGS = {"n_states": 6, "n_counties": 60, "households": 30_000, "N": 20, "outliers": 5}
 #: ``--table7``: the largest shape (regions x sizes) on which the Pyomo QP/QIP mechanisms run by
-#: default.  At the full census shape (3.2 million cells) the six solves of M_H^r and M_c^r through
-#: Pyomo and Clarabel took 1,931 s and 12.4 GB here (146-492 s each), three times the ten minutes
-#: the whole table may take; ``--qp-max-cells 0`` runs them anyway.
+#: default.  At the full census shape (3.2 million cells) building and solving those Pyomo models
+#: on a generic QP solver takes far longer than the whole table may (ten minutes) and many GB;
+#: ``--qp-max-cells 0`` runs them anyway.
 TABLE7_QP_MAX_CELLS = 1_000_000
 
 
@@ -83,7 +83,7 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"with --table7: the largest shape (regions x sizes) on which M_H^r, M_c^r, M_H and M_c (Pyomo models "
         f"on a generic solver) run; on larger shapes their rows say 'not run' (default {TABLE7_QP_MAX_CELLS:,}; "
-        "0 = no limit; each of them took 146-492 s and up to 12 GB at the census shape here)",
+        "0 = no limit; at the census shape each takes minutes and many GB)",
     )
 
 

@@ -255,7 +255,7 @@ def report(runs: pd.DataFrame, calibration: str = "sound", qp_max_cells: int | N
         lines.append(
             f"not run: {', '.join(dict.fromkeys(skipped['mechanism']))} on shapes above --qp-max-cells "
             f"{qp_max_cells:,} (a Pyomo model on a generic QP/QIP solver: at the census shape each M_H^r or M_c^r "
-            "run took 146-492 s and up to 12 GB here); --qp-max-cells 0 runs them"
+            "run takes minutes and many GB); --qp-max-cells 0 runs them"
         )
     unsolved = runs[runs["L1 total"].isna() & ~runs["status"].str.contains("not run", na=False)]
     lines += [
