@@ -113,6 +113,7 @@ def test_bench_pgsr_small(tmp_path):
     assert data["census"][0]["consistent"] is True and data["sweep"][0]["N"] == 5
 
 
+@pytest.mark.slow  # ~90 s: three census runs; test_bench_pgsr_small covers the command
 def test_bench_pgsr_census_only_at_several_epsilons(tmp_path):
     """Table 7's budgets, one child process per (epsilon, variant): seconds, peak memory, objectives
     that agree between the table DP and the window solver, and the full optimum below the truncated."""

@@ -74,7 +74,7 @@ def _outcome(case) -> str:
     return "nothing" if not any(present) else f"partial: {[p.name for p in case.written if p.exists()]}"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])  # ~15 s each
 def test_a_release_interrupted_at_random_points_leaves_all_or_nothing(sig, tmp_path):
     """Ctrl-C (SIGINT) or kill (SIGTERM) at random points between the end of the imports and just after
     the end of a full run: every file of the release with a verifying manifest, or none, never a

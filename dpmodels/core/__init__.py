@@ -37,6 +37,8 @@ _EXPORTS = {
     "release_rng": "dpmodels.core.randomness",
     "secure_generator": "dpmodels.core.randomness",
     "relax_integer_vars": "dpmodels.core.relax",
+    "release_metrics": "dpmodels.core.metrics",
+    "map_tasks": "dpmodels.core.executors",
     "discrete_gaussian": "dpmodels.core.samplers",
     "discrete_laplace": "dpmodels.core.samplers",
     "exponential_mechanism": "dpmodels.core.selection",

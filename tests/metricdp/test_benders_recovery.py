@@ -159,6 +159,7 @@ def test_recovery_closes_the_gap_where_the_separation_point_stalls():
     assert absolute.status == "gap reached" and absolute.gap <= 0.01 and certified(inst, absolute.z)
 
 
+@pytest.mark.slow  # ~25 s; the recovery's other tests cover it on small grids
 def test_recovery_on_a_strong_privacy_grid_closes_the_gap_in_fewer_iterations():
     """The 8 x 10 notebook grid (eps = 1.5, 1 km cells, 6 balanced-spectral blocks), where the lower
     bound is the bottleneck: the recovery's cuts still help (measured: 59 -> 24 iterations)."""

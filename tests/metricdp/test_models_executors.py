@@ -296,6 +296,7 @@ def test_cuts_stay_valid_at_a_feasible_point_under_huge_coefficients(rows, cols,
         assert value <= bound + 1e-7 * max(1.0, abs(bound)), (block, value, bound)
 
 
+@pytest.mark.slow  # ~12 s; the cut-validity test covers huge coefficients
 def test_lower_bound_stays_below_a_certified_mechanism_under_huge_coefficients():
     """At eps = 10/km on 1 km cells (e^20 ~ 5e8 coefficients) HiGHS reported master optima above
     the loss of an exactly mDP mechanism (0.3428712 against 0.3428697 from iteration 33 on): its

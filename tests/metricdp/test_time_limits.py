@@ -51,6 +51,7 @@ def compiled_signatures() -> dict[str, int]:
 
 
 # ---------------------------------------------------------------- the issue's run, on a cold cache
+@pytest.mark.slow  # ~25-55 s of cold compiles; test_after_the_warm_up_no_run_compiles_anything checks the warm-up
 def test_compare_mdp_on_a_cold_numba_cache_compiles_outside_the_clock_and_certifies_its_bounds(tmp_path):
     """The issue's command in a fresh process with an empty numba cache, every method stopped
     after 2 iterations (the old code printed a bound of -0.08 for the IPM there)."""
