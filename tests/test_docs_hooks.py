@@ -25,7 +25,7 @@ def hooks():
 
 
 @pytest.fixture(scope="module")
-def tables():
+def tables(hooks):
     import measurement_tables  # importable once the hooks module put docs/ on the path
 
     return measurement_tables
