@@ -23,6 +23,7 @@ def test_instances_lists_everything():
     assert "pgsr/running-example" in out and "pgsr/census-like" in out
 
 
+@pytest.mark.slow  # ~9 s; tests/test_readme.py runs the same main job and checks its CSV and plot
 def test_compare_pgsr_writes_table_csv_and_plot(tmp_path):
     csv, png = tmp_path / "runs.csv", tmp_path / "plot.png"
     out = run(
@@ -92,6 +93,7 @@ def test_bad_input_is_a_clear_error(capsys):
     assert "has no options" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # ~13 s; bench pgsr's JSON shape is also read by the docs' measurement tests
 def test_bench_pgsr_small(tmp_path):
     report = tmp_path / "bench.json"
     out = run(

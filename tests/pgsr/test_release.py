@@ -304,7 +304,9 @@ print((status("VmHWM") - base) * 1024)
 """
 
 
-@pytest.mark.parametrize("mechanism, N", [("M_H^dp", 200_000), ("M_c^ch", 200_000), ("M_H^r", 5_000)])
+@pytest.mark.parametrize(
+    "mechanism, N", [pytest.param("M_H^dp", 200_000, marks=pytest.mark.slow), ("M_c^ch", 200_000), ("M_H^r", 5_000)]
+)
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the peak from /proc/self/status")
 def test_the_memory_estimate_bounds_the_measured_peak(files, mechanism, N):
     """Peak resident memory of a release in a child process (VmHWM, reset after a warm-up run), above

@@ -181,6 +181,7 @@ def test_free_marginal_drops_the_gq_attribute(small):
     np.testing.assert_array_equal(marg @ hist, hist.reshape(small.schema.shape).sum(axis=0).ravel())
 
 
+@pytest.mark.slow  # ~9 s; Dask is exercised by tests/core/test_executors.py and the Benders LocalCluster test
 def test_dask_executor(small):
     distributed = pytest.importorskip("distributed")
     meas = measure(small, 1.0, rng=3)
