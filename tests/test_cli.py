@@ -146,6 +146,7 @@ def test_bench_pgsr_census_only_at_several_epsilons(tmp_path):
         assert f"eps {eps:g} M_H^dp: full optimum <= truncated: True" in out
 
 
+@pytest.mark.slow  # ~5-10 s; bench topdown's functions are tested in tests/topdown
 def test_bench_topdown_small(tmp_path):
     report = tmp_path / "bench.json"
     out = run("bench", "topdown", "--sizes", "4x64", "--preset", "tiny", "--races", "7", "--json", str(report)).stdout

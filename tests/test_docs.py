@@ -21,6 +21,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 PYTHON_BLOCKS = [block for page in doc_pages() for block in blocks(page, "python")]
 
 
+@pytest.mark.slow  # ~9 s; test_new_family builds this site (and a toy family) --strict, every family checked
 def test_site_builds_with_warnings_as_errors(tmp_path):
     """``mkdocs build --strict`` succeeds, and the generated pages of every family and notebook exist."""
     site = tmp_path / "site"

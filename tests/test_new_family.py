@@ -136,3 +136,6 @@ def test_the_documentation_has_the_toy_family(installed):
     _python(env, "-m", "mkdocs", "build", "--strict", "-q", "-d", project / "site", cwd=project)
     pages = [p for p in (project / "site").rglob("*.html") if "build_projection_qp" in p.read_text()]
     assert pages, "no page documents the toy family's builder"
+    for name in (*family_names(), toy_family.FAMILY):  # the whole site, built --strict, has every family
+        assert (project / "site" / "reference" / name / "index.html").is_file(), name
+        assert (project / "site" / "families" / name / "index.html").is_file(), name

@@ -45,6 +45,7 @@ def test_every_method_is_certified_in_process():
         assert table.loc[table.method == "highs-simplex", f"x simplex ({rule})"].item() == 1.0
 
 
+@pytest.mark.slow  # ~8 s; the sweep's in-process tests cover its rules and JSON
 def test_sweep_command_prints_both_rules_and_writes_json_and_plot(tmp_path, capsys):
     report, png = tmp_path / "sweep.json", tmp_path / "fig6.png"
     argv = ["bench", "mdp", "--sweep-n", "12", "--epsilon", "2", "--methods", "highs-simplex", "mdp_ipm"]

@@ -82,7 +82,7 @@ def test_example_b_line(eps, lp, expmech):
 @pytest.mark.parametrize(
     "eps, eta, lp, expmech, boundary, internal",
     [
-        (1.0, 1.5, 1.2354151447, 1.979055, 18, [4, 4, 2, 2]),
+        pytest.param(1.0, 1.5, 1.2354151447, 1.979055, 18, [4, 4, 2, 2], marks=pytest.mark.slow),  # ~11 s
         (2.0, 1.0, 0.4107434282, 1.299387, 18, [4, 4, 2, 2]),
         (0.5, 2.0, 1.7214170308, 2.392603, 28, [1, 1, 0, 0]),
     ],
