@@ -132,7 +132,7 @@ def register_declared() -> None:
 
 
 def _is_stand_in(cls) -> bool:
-    return getattr(cls, "load_plugin", None) is not None and getattr(cls, "_dpmodels_stand_in", False)
+    return getattr(cls, "_dpmodels_stand_in", False)
 
 
 def _stand_in(name: str, *, legacy: bool) -> type:
