@@ -55,7 +55,8 @@ def test_a_release_writes_its_outputs_ledger_and_a_manifest_that_verifies(family
     charges = manifest["budget"]["charges"]
     assert sum(Fraction(c[c["unit"]]) for c in charges) == 1 and {c["status"] for c in charges} == {"done"}
     assert manifest["software"]["dependencies"]["numpy"]
-    assert f"wrote {case.manifest}" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert f"wrote {case.manifest}" in captured.err and "wrote" not in captured.out  # notes: stderr
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -140,3 +141,13 @@ def test_bad_budget_flags_are_refused_before_anything_is_written(argv, message, 
     assert cli.main([*case.argv, *given, *argv]) == 2
     assert message in capsys.readouterr().err
     assert not any(path.exists() for path in case.written)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_quiet_release_prints_only_its_summary(family, tmp_path, capsys):
+    """``-q``: no "wrote ..." notes anywhere; the files are still written."""
+    case = CASES[family](tmp_path)
+    assert cli.main([*case.argv, "--epsilon", "1", "-q"]) == 0
+    captured = capsys.readouterr()
+    assert "wrote" not in captured.err + captured.out
+    assert verify_outputs(case.manifest) == {}

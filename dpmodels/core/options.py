@@ -38,6 +38,7 @@ from .commands import executor_name, nonnegative_int, positive_float, positive_i
 
 __all__ = [
     "Option",
+    "add_verbosity",
     "STANDARD_FLAGS",
     "instance",
     "settings",
@@ -255,6 +256,7 @@ def add_release_options(
         Replaces the help of ``--epsilon`` (metric DP: epsilon per unit of distance).
     """
     outputs = outputs or RELEASE_OUTPUTS
+    add_verbosity(parser)
     parser.add_argument(
         "--epsilon",
         required=True,
@@ -354,3 +356,16 @@ class LazyHelp:
 
     def strip(self) -> str:
         return str(self).strip()
+
+
+def add_verbosity(parser: argparse.ArgumentParser) -> None:
+    """``-q``/``--quiet`` (warnings only, no progress bars) and ``-v``/``--verbose`` (debug too).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        A command's parser.
+    """
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true", help="print only the results (warnings still on stderr)")
+    group.add_argument("-v", "--verbose", action="store_true", help="also log debug messages on stderr")

@@ -21,6 +21,7 @@ in this order, so that nothing is drawn before everything that can be checked wa
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import sys
 from collections.abc import Callable
@@ -37,10 +38,13 @@ from .manifest import build_manifest, options_of
 from .noise import as_epsilon
 from .options import add_release_options as add_common_arguments
 from .randomness import release_rng
+from .runner import LOGGER, configure_logging, verbosity
 from .session import PrivacySession
 from .staging import StagedOutputs, check_targets, file_record, interruptible
 
 __all__ = ["ReleaseSpec", "ReleaseOutcome", "run_release", "add_common_arguments", "ledger_path", "manifest_path"]
+
+log = logging.getLogger(LOGGER)
 
 
 def manifest_path(out: Path, given=None) -> Path:
@@ -170,6 +174,7 @@ def run_release(args, spec: ReleaseSpec) -> int:
     spec
         The family's declaration.
     """
+    configure_logging(verbosity(args))
     _check_budget_flags(args)
     targets = _targets(args, spec)
     amount = as_epsilon(args.epsilon, "--epsilon")
@@ -192,9 +197,9 @@ def run_release(args, spec: ReleaseSpec) -> int:
         print(line)
     for flag, path in targets.items():
         if flag not in ("--ledger", "--manifest"):
-            print(f"wrote {path}")
-    print(f"wrote {targets['--ledger']} ({_spent_words(session)}; {session.randomness})")
-    print(f"wrote {targets['--manifest']}")
+            log.info("wrote %s", path)
+    log.info("wrote %s (%s; %s)", targets["--ledger"], _spent_words(session), session.randomness)
+    log.info("wrote %s", targets["--manifest"])
     return 0
 
 

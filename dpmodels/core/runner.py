@@ -33,7 +33,7 @@ from typing import Any
 
 from .commands import Command, add_outputs, add_progress, check_outputs
 from .errors import DataValidationError, DPModelsError
-from .options import Option
+from .options import Option, add_verbosity
 
 __all__ = ["Result", "experiment", "run_experiment", "run_command", "configure_logging", "LOGGER", "interrupt_of"]
 
@@ -116,19 +116,6 @@ def experiment(
         add_verbosity(parser)
 
     return Command(help, add_arguments, lambda args: run_experiment(run, args))
-
-
-def add_verbosity(parser: argparse.ArgumentParser) -> None:
-    """``-q``/``--quiet`` (warnings only, no progress bars) and ``-v``/``--verbose`` (debug too).
-
-    Parameters
-    ----------
-    parser : argparse.ArgumentParser
-        A command's parser.
-    """
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("-q", "--quiet", action="store_true", help="print only the results (warnings still on stderr)")
-    group.add_argument("-v", "--verbose", action="store_true", help="also log debug messages on stderr")
 
 
 # ---------------------------------------------------------------------- running

@@ -10,7 +10,7 @@ seconds; larger geographies are behind ``--preset small|county|state``.
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 from pathlib import Path
 
 from dpmodels.core import options as std
@@ -192,10 +192,9 @@ def _run_release(args) -> int:
     def load():
         data = from_csv(args.persons, races=args.races, total_level=args.total_level, blocks=args.blocks)
         if args.blocks is None:
-            print(
-                "dpmodels: note: NOT private: the geography is the set of blocks in --persons (which blocks have "
-                "persons depends on the data); give the public block list with --blocks",
-                file=sys.stderr,
+            logging.getLogger("dpmodels").warning(
+                "NOT private: the geography is the set of blocks in --persons (which blocks have "
+                "persons depends on the data); give the public block list with --blocks"
             )
         return data
 
@@ -247,7 +246,7 @@ def _report_checks(checks: dict) -> list[str]:
 
     broken = {name: checks[name] for name in HARD_CHECKS if checks.get(name)}
     if broken:
-        print(f"dpmodels: warning: public constraints broken: {broken}", file=sys.stderr)
+        logging.getLogger("dpmodels").warning("public constraints broken: %s", broken)
     return ["checks: " + ", ".join(f"{name} {count}" for name, count in checks.items())]
 
 
