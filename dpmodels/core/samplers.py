@@ -8,13 +8,16 @@ Kamath and Steinke, "The Discrete Gaussian for Differential Privacy" (NeurIPS 20
 
 * :func:`bernoulli_exp` - ``Bernoulli(exp(-num/den))`` for rational exponents (their Alg. 1);
 * :func:`discrete_laplace` - ``P(Z=z) ~ exp(-|z|/scale)`` for a rational scale (Alg. 2);
-* :func:`discrete_gaussian` - ``P(Z=z) ~ exp(-z^2/(2 sigma^2))`` for rational ``sigma^2`` (Alg. 3).
+* :func:`discrete_gaussian` - ``P(Z=z) ~ exp(-z^2/(2 sigma^2))`` for rational ``sigma^2`` (Alg. 3),
+  defined with its law (:func:`discrete_gaussian_pmf`, ``_cdf``, ``_variance``) in
+  :mod:`dpmodels.core.gaussian` and re-exported here.
 
 The loops are vectorized over the draws still undecided; each is a sequence of independent
 trials, so accepting the first success per draw keeps the law exact.  The same bit stream
-gives the same integers on every platform and numpy version.  Parameters must be exact
+gives the same integers on every platform and numpy version.  Scales must be exact
 fractions whose numerator and denominator stay below :data:`EXACT_LIMIT` (so that all
-intermediate integers fit in int64); anything else is refused with an error naming it.
+intermediate integers fit in int64); anything else is refused with an error naming it.  The
+Gaussian's variance is not so limited (its acceptance test runs on 64-bit limbs when needed).
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ from fractions import Fraction
 import numpy as np
 
 from .errors import PrivacyParameterError
+from .lazy import lazy_exports
+
+#: The discrete Gaussian and its law live in :mod:`dpmodels.core.gaussian`, which builds on this
+#: module; they are re-exported here, imported on first use (see the end of this module).
+_GAUSSIAN = ("discrete_gaussian", "discrete_gaussian_pmf", "discrete_gaussian_cdf", "discrete_gaussian_variance")
 
 __all__ = [
     "EXACT_LIMIT",
@@ -35,7 +43,7 @@ __all__ = [
     "bernoulli_exp",
     "bernoulli_exp_scalar",
     "discrete_laplace",
-    "discrete_gaussian",
+    *_GAUSSIAN,
 ]
 
 EXACT_LIMIT = 2**55  # numerators and denominators of scales; leaves 8 bits of headroom in int64
@@ -200,7 +208,7 @@ def bernoulli_exp_scalar(gamma: Fraction, rng: np.random.Generator) -> bool:
     return True
 
 
-# ----------------------------------------------------------------------------- discrete Laplace / Gaussian
+# ----------------------------------------------------------------------------- discrete Laplace
 def discrete_laplace(scale, size, rng: np.random.Generator) -> np.ndarray:
     """Exact draws of ``P(Z=z) = (1-a)/(1+a) a^|z|``, ``a = exp(-1/scale)`` (Alg. 2 of Canonne et al.).
 
@@ -241,39 +249,4 @@ def _geometric_exp1(n: int, rng) -> np.ndarray:
     return v
 
 
-def discrete_gaussian(sigma2, size, rng: np.random.Generator) -> np.ndarray:
-    """Exact draws of ``P(Z=z) ~ exp(-z^2 / (2 sigma2))`` for a rational variance parameter (Alg. 3).
-
-    ``Y`` discrete Laplace with scale ``t = floor(sigma) + 1``, kept with probability
-    ``exp(-(|Y| - sigma2/t)^2 / (2 sigma2))``; with ``sigma2 = p/q`` that exponent is
-    ``(|Y| t q - p)^2 / (2 p q t^2)``, evaluated in integers.
-    """
-    var = exact_fraction(sigma2, "sigma2")
-    p, q = var.numerator, var.denominator
-    t = math.isqrt(p * q) // q + 1
-    den = 2 * p * q * t * t
-    if den >= EXACT_LIMIT:
-        raise PrivacyParameterError(
-            "sigma2", f"{float(var):.6g} is too large or too finely specified to sample exactly (2 p q t^2 >= 2^55)"
-        )
-    n = int(np.prod(size)) if np.ndim(size) else int(size)
-    out = np.empty(n, dtype=np.int64)
-    todo = np.arange(n)
-    while todo.size:
-        y = discrete_laplace(t, todo.size, rng)
-        keep = _gaussian_accept(np.abs(y), t, p, q, den, rng)
-        out[todo[keep]] = y[keep]
-        todo = todo[~keep]
-    return out.reshape(size)
-
-
-def _gaussian_accept(ay: np.ndarray, t: int, p: int, q: int, den: int, rng) -> np.ndarray:
-    """``Bernoulli(exp(-(ay t q - p)^2 / den))``; squares that would overflow int64 go through Python ints."""
-    x = ay * (t * q) - p
-    small = np.abs(x) < 2**31
-    keep = np.zeros(ay.size, dtype=bool)
-    idx = np.flatnonzero(small)
-    keep[idx] = bernoulli_exp(x[idx] * x[idx], np.int64(den), rng)
-    for i in np.flatnonzero(~small):
-        keep[i] = bernoulli_exp_scalar(Fraction(int(x[i]) ** 2, den), rng)
-    return keep
+__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(_GAUSSIAN, "dpmodels.core.gaussian"), globals())

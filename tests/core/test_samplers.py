@@ -8,6 +8,7 @@ import pytest
 import randomgen
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from laws import chacha, chisquare_pvalue
 from scipy import stats
 
 from dpmodels.core import selection
@@ -32,19 +33,6 @@ from dpmodels.core.samplers import (
     uniform_below_int,
 )
 from dpmodels.core.selection import exact_integer_weights, exponential_mechanism, laplace_exceeds, sample_proportional
-
-
-def chacha(key: int) -> np.random.Generator:
-    return np.random.Generator(randomgen.ChaCha(key=key, counter=0, rounds=20))
-
-
-def chisquare_pvalue(draws: np.ndarray, support: np.ndarray, pmf: np.ndarray) -> float:
-    """Chi-square of integer draws against an exact pmf on ``support``; the rest pooled as one cell."""
-    observed = np.array([(draws == v).sum() for v in support] + [(~np.isin(draws, support)).sum()])
-    expected = np.append(pmf, max(0.0, 1 - pmf.sum())) * draws.size
-    keep = expected > 5
-    observed, expected = observed[keep], expected[keep]
-    return stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue
 
 
 # ----------------------------------------------------------------------------- randomness
@@ -113,8 +101,8 @@ def test_scales_beyond_exact_integers_are_refused():
         discrete_laplace(Fraction(1, EXACT_LIMIT), 3, chacha(0))
     with pytest.raises(PrivacyParameterError, match="scale"):
         exact_fraction(math.inf, "scale")
-    with pytest.raises(PrivacyParameterError, match="sigma2"):
-        discrete_gaussian(Fraction(10**12), 3, chacha(0))
+    with pytest.raises(PrivacyParameterError, match="sigma2"):  # floor(sigma) + 1 >= 2^55: beyond int64 draws
+        discrete_gaussian(Fraction(2**110), 3, chacha(0))
 
 
 # ----------------------------------------------------------------------------- laws
