@@ -5,7 +5,9 @@ million noisy counts per release.  Measured in one run, each candidate repeated:
 floating-point geometric difference (today's inexact baseline), OpenDP's exact discrete
 Laplace (when installed), and this project's exact sampler over several bit generators
 (ChaCha20 and AES-128-CTR keyed from OS entropy are cryptographically secure; PCG64 is
-seeded, for reference).  The exact discrete Gaussian is timed beside them.  Ratios are to
+seeded, for reference).  The exact discrete Gaussian is timed beside them at ``sigma^2 =
+scale^2`` and at the census-scale variance ``sigma^2 = 1e10`` (:data:`CENSUS_SIGMA2`, beyond int64:
+the sampler's limb path), the latter beside OpenDP's ``make_gaussian`` on integers.  Ratios are to
 the numpy baseline; never asserted in tests.
 
 A second table times the exact exponential mechanism (:func:`dpmodels.core.selection.
@@ -26,14 +28,17 @@ import numpy as np
 import pandas as pd
 import randomgen
 
+from .gaussian import discrete_gaussian
 from .randomness import secure_generator
-from .samplers import discrete_gaussian, discrete_laplace
+from .samplers import discrete_laplace
 from .selection import exponential_mechanism
 
-__all__ = ["CENSUS_CELLS", "bench_noise", "bench_em_timing", "run_bench"]
+__all__ = ["CENSUS_CELLS", "CENSUS_SIGMA2", "bench_noise", "bench_em_timing", "run_bench"]
 
 #: Values per draw: the census shape, 1,000 cells in each of the 1 + 52 + 3,144 nation, state and county nodes.
 CENSUS_CELLS = (1 + 52 + 3144) * 1000
+#: The discrete Gaussian's census-scale variance parameter (its exact acceptance test leaves int64 there).
+CENSUS_SIGMA2 = 10**10
 
 
 def _numpy_geometric(scale: Fraction, n: int) -> None:
@@ -50,6 +55,15 @@ def _opendp(scale: Fraction, n: int) -> None:
     meas([0] * n)
 
 
+def _opendp_gaussian(scale: Fraction, n: int) -> None:
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    sigma = math.sqrt(CENSUS_SIGMA2)  # 1e5 exactly: the variance parameter is scale^2
+    meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), scale=sigma)
+    meas([0] * n)
+
+
 def _exact_on(bit_generator):
     def run(scale: Fraction, n: int) -> None:
         discrete_laplace(scale, n, np.random.Generator(bit_generator()))
@@ -62,9 +76,10 @@ def _candidates() -> list[tuple[str, str, object]]:
     try:
         import opendp.prelude  # noqa: F401
 
+        has_opendp = True
         rows.append(("OpenDP make_laplace (exact, OS randomness)", "yes / yes", _opendp))
     except ImportError:
-        pass
+        has_opendp = False
     rows += [
         ("dpmodels exact, ChaCha20 (default)", "yes / yes", lambda s, n: discrete_laplace(s, n, secure_generator())),
         (
@@ -78,7 +93,16 @@ def _candidates() -> list[tuple[str, str, object]]:
             "yes / yes",
             lambda s, n: discrete_gaussian(s * s, n, secure_generator()),
         ),
+        (
+            "dpmodels exact discrete Gaussian, ChaCha20 (sigma^2 = 1e10)",
+            "yes / yes",
+            lambda s, n: discrete_gaussian(CENSUS_SIGMA2, n, secure_generator()),
+        ),
     ]
+    if has_opendp:
+        rows.append(
+            ("OpenDP make_gaussian on ints (exact, OS randomness, sigma^2 = 1e10)", "yes / yes", _opendp_gaussian)
+        )
     return rows
 
 
