@@ -20,10 +20,10 @@ import pandas as pd
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_example
 from dpmodels.core.noise import make_rng
+from dpmodels.core.tables import read_table, source_name, source_stem
 from dpmodels.facility.checks import check_lambda
 from dpmodels.facility.data import HST, HSTInstance, UFLInstance
 from dpmodels.facility.release import count_cap
-from dpmodels.instances.userfiles import read_user_csv
 
 from .registry import register_generator, register_instance
 
@@ -335,10 +335,11 @@ def from_csv(path, f: float = 1.0, count_column: str = "count", name: str | None
     neither the grouping nor the order depends on the counts or on the rows' order.  Each
     location's count is clamped to :func:`dpmodels.facility.release.count_cap` of the number of
     locations (a stated rule, never a refusal); the float sum of a location's rows is exact below
-    the cap (a sum reaching ``2^53`` stays above the cap, ``<= 2^40``).  ``info["rows"]`` holds each
-    location's first data row (0-based) and ``info["columns"]`` the coordinate names.
+    the cap (a sum reaching ``2^53`` stays above the cap, ``<= 2^40``).  ``info["columns"]`` holds the
+    coordinate names.
     """
-    frame = read_user_csv(path)
+    frame = read_table(path, field="points")
+    path = source_name(path, "points")
     if count_column not in frame.columns:
         raise DataValidationError(str(path), f"no {count_column!r} column of client counts (has {list(frame.columns)})")
     columns = [c for c in frame.columns if c != count_column]
@@ -354,8 +355,8 @@ def from_csv(path, f: float = 1.0, count_column: str = "count", name: str | None
     _, first, group = np.unique(pts, axis=0, return_index=True, return_inverse=True)
     totals = np.bincount(group.ravel(), weights=counts, minlength=first.size)
     N = np.minimum(totals, count_cap(first.size)).astype(np.int64)  # the stated rule: clamp to the cap
-    info = {"rows": first, "columns": columns, "count_column": count_column}
-    return UFLInstance(points=pts[first], f=f, N=N, name=name or Path(path).stem, info=info)
+    info = {"columns": columns, "count_column": count_column}
+    return UFLInstance(points=pts[first], f=f, N=N, name=name or source_stem(path, "points"), info=info)
 
 
 def _numeric_column(frame: pd.DataFrame, column: str, path, quote: bool = True) -> np.ndarray:

@@ -21,10 +21,10 @@ from scipy.sparse.csgraph import dijkstra
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_example
 from dpmodels.core.noise import make_rng
+from dpmodels.core.tables import read_table, source_name, source_stem
 from dpmodels.metricdp.data import MDPGraph, MDPInstance, destination_costs, euclidean_distances, haversine_km
 
 from .registry import register_generator
-from .userfiles import read_user_csv
 
 __all__ = [
     "grid_maps",
@@ -241,9 +241,11 @@ def locations_from_csv(path, epsilon: float, eta: float, name: str | None = None
     normalised; default uniform; never estimated from the secret records).  Coordinates are
     ``lat,lon`` in degrees (great-circle km), or any other numeric columns read as km
     (Euclidean).  Every location is a possible output and the loss is the distance
-    (``C = d``); ``epsilon`` is per km and ``eta`` the neighbour radius in km.
+    (``C = d``); ``epsilon`` is per km and ``eta`` the neighbour radius in km.  Locations are
+    numbered in label order, so the order of the rows does not change a release.
     """
-    frame = read_user_csv(path, ["location"], nonblank=["location"])
+    frame = read_table(path, ["location"], nonblank=["location"], field="locations")
+    stem, path = source_stem(path, "locations"), source_name(path, "locations")
     labels = frame["location"].str.strip()
     repeated = np.flatnonzero(labels.duplicated().to_numpy())
     if repeated.size:
@@ -252,7 +254,9 @@ def locations_from_csv(path, epsilon: float, eta: float, name: str | None = None
     columns = [c for c in frame.columns if c not in ("location", "prior")]
     if not columns:
         raise DataValidationError(str(path), "no coordinate columns besides location (and prior)")
-    coords = np.column_stack([_finite_column(frame, c, path) for c in columns])
+    order = np.argsort(labels.to_numpy(dtype=str), kind="stable")  # locations by label, not by row position
+    coords = np.column_stack([_finite_column(frame, c, path) for c in columns])[order]
+    labels = labels.iloc[order].reset_index(drop=True)
     if sorted(columns) == ["lat", "lon"]:
         lat, lon = coords[:, columns.index("lat")], coords[:, columns.index("lon")]
         if np.abs(lat).max() > 90 or np.abs(lon).max() > 180:
@@ -266,7 +270,7 @@ def locations_from_csv(path, epsilon: float, eta: float, name: str | None = None
         metric = f"Euclidean km ({', '.join(columns)})"
     prior = np.full(len(labels), 1.0 / len(labels))
     if "prior" in frame.columns:
-        weights = _finite_column(frame, "prior", path)
+        weights = _finite_column(frame, "prior", path)[order]
         if (weights < 0).any() or weights.sum() <= 0:
             raise DataValidationError(str(path), "column 'prior' needs weights >= 0 with a positive sum")
         prior = weights / weights.sum()
@@ -276,7 +280,7 @@ def locations_from_csv(path, epsilon: float, eta: float, name: str | None = None
         "metric": metric,
         "prior": "declared (column prior)" if "prior" in frame.columns else "uniform",
     }
-    return MDPInstance(d, d, prior, epsilon, eta, d_ro=d, features=coords, name=name or Path(path).stem, info=info)
+    return MDPInstance(d, d, prior, epsilon, eta, d_ro=d, features=coords, name=name or stem, info=info)
 
 
 def _finite_column(frame: pd.DataFrame, column: str, path) -> np.ndarray:
@@ -311,8 +315,9 @@ def records_from_csv(path, labels, *, cells: bool = False) -> tuple[list[str], n
 
     Returns
     -------
-    The users (file order) and their record indices.  A record naming no location of the
-    domain (an unknown label, a cell index outside ``0..N-1``) gets :data:`OUTSIDE`: the release
+    The users in label order (the rows' order in the file does not matter) and their record
+    indices.  A record naming no location of the domain (an unknown label, a cell index outside
+    ``0..N-1``) gets :data:`OUTSIDE`: the release
     perturbs it as if it were at the declared fallback location (a stated rule, never a refusal:
     whether a release happens must not depend on one person's record).
 
@@ -321,7 +326,8 @@ def records_from_csv(path, labels, *, cells: bool = False) -> tuple[list[str], n
     with ``cells=True`` a record that is not an integer.
     """
     index = {str(label): i for i, label in enumerate(labels)}
-    frame = read_user_csv(path, ["user", "record"], nonblank=["user", "record"])
+    frame = read_table(path, ["user", "record"], nonblank=["user", "record"], field="records")
+    path = source_name(path, "records")
     users, records = frame["user"].str.strip(), frame["record"].str.strip()
     repeated = np.flatnonzero(users.duplicated().to_numpy())
     if repeated.size:
@@ -333,7 +339,8 @@ def records_from_csv(path, labels, *, cells: bool = False) -> tuple[list[str], n
         )
     if cells:
         records = _cell_labels(records, path)
-    return users.tolist(), records.map(index).fillna(OUTSIDE).to_numpy(dtype=np.intp)
+    order = np.argsort(users.to_numpy(dtype=str), kind="stable")
+    return users.iloc[order].tolist(), records.iloc[order].map(index).fillna(OUTSIDE).to_numpy(dtype=np.intp)
 
 
 def _cell_labels(records: pd.Series, path) -> pd.Series:

@@ -17,7 +17,7 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_example
 from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.noise import make_rng
-from dpmodels.instances.userfiles import read_user_csv
+from dpmodels.core.tables import align_sizes, read_table, source_name, source_stem
 from dpmodels.pgsr.bounding import fit_width
 from dpmodels.pgsr.data import GroupSizeData
 
@@ -196,14 +196,17 @@ def read_hierarchy(path: str | Path) -> Hierarchy:
     """The declared hierarchy of a ``region,parent`` CSV (the root's parent empty).
 
     Names are read as the text they are (``01`` stays ``01``, as in a records or counts file; read as
-    numbers, ``01`` became ``1`` and, with the root's empty parent, ``13`` became ``13.0``).
+    numbers, ``01`` became ``1`` and, with the root's empty parent, ``13`` became ``13.0``).  The
+    regions are read by label, never by row position: the children of a region come in label order,
+    so a file whose rows are shuffled declares the same hierarchy.
 
     Parameters
     ----------
     path
         The CSV file; every problem is refused naming it.
     """
-    return Hierarchy.from_parent_table(read_user_csv(path, ["region", "parent"], nonblank=["region"]))
+    table = read_table(path, ["region", "parent"], nonblank=["region"], field="hierarchy")
+    return Hierarchy.from_parent_table(table.sort_values("region", kind="stable"))
 
 
 def from_csv(
@@ -249,16 +252,19 @@ def from_csv(
     if (counts is None) == (records is None):
         raise DataValidationError("counts/records", "give exactly one of counts= or records=")
     tree = hierarchy if isinstance(hierarchy, Hierarchy) else read_hierarchy(hierarchy)
-    label = name or Path(counts or records).stem
+    source, field = (counts, "counts") if records is None else (records, "records")
+    label, where = name or source_stem(source, field), source_name(source, field)
     if records is not None:
-        frame = read_user_csv(records, ["user", "unit", "region", "quantity"], nonblank=["user", "unit", "region"])
+        frame = read_table(
+            records, ["user", "unit", "region", "quantity"], nonblank=["user", "unit", "region"], field="records"
+        )
         try:
             return GroupSizeData.from_records(frame, tree, N, overflow, label, z_max)
         except DataValidationError as err:
             if err.field in ("N", "z_max", "overflow"):
                 raise
-            raise DataValidationError(str(records), f"{err.field}: {err.problem}") from err
-    frame = read_user_csv(counts, ["region"], dtype={"region": str}, keep_default_na=True)
+            raise DataValidationError(where, f"{err.field}: {err.problem}") from err
+    frame = read_table(counts, ["region"], field="counts", dtype={"region": str}, keep_default_na=True)
     wide, sparse = _wide_counts(frame, counts)
     given = wide.index.intersection([tree.names[i] for i in tree.internal])
     leaf_names = [tree.names[i] for i in tree.leaves]
@@ -268,7 +274,7 @@ def from_csv(
     except DataValidationError as err:
         if err.field in ("N", "z_max", "overflow"):
             raise
-        raise DataValidationError(str(counts), f"{err.field}: {err.problem}") from err
+        raise DataValidationError(where, f"{err.field}: {err.problem}") from err
     _check_internal_rows(tree, wide, given, data, counts)
     return data
 
@@ -286,8 +292,8 @@ def _wide_counts(frame: pd.DataFrame, path) -> tuple[pd.DataFrame, bool]:
     """Counts as a (region x size ``1..w``) table, and whether the file was in long format.
 
     Long format: integer ``size`` and ``count`` columns, counts >= 0, sizes >= 0 (size-0 rows are
-    not groups and are left out), each (region, size) once.  Wide format: integer size columns
-    ``1..w`` in order, each region once.
+    not groups and are left out), each (region, size) once.  Wide format: size columns ``1..w``
+    (matched by label, in any order), each region once.
     """
     if {"size", "count"} <= set(frame.columns):
         for col in ("size", "count"):
@@ -309,18 +315,14 @@ def _wide_counts(frame: pd.DataFrame, path) -> tuple[pd.DataFrame, bool]:
         wide = frame.pivot(index="region", columns="size", values="count")
         wide = wide.reindex(columns=range(1, width + 1)).fillna(0).astype(np.int64)
         return wide, True
-    value_cols = [c for c in frame.columns if c != "region"]
-    try:
-        sizes = [int(c) for c in value_cols]
-    except ValueError as err:
-        raise DataValidationError(
-            str(path), "wide counts need integer size columns 1..N, or use region,size,count"
-        ) from err
-    if not sizes or sizes != list(range(1, len(sizes) + 1)):
-        raise DataValidationError(str(path), f"size columns must be 1..N in order, got {value_cols[:5]}...")
     if frame["region"].duplicated().any():
-        raise DataValidationError(str(path), "a region appears twice")
-    return frame.set_index("region")[value_cols].set_axis(sizes, axis=1), False
+        raise DataValidationError(
+            str(path), f"region {frame['region'][frame['region'].duplicated()].iloc[0]!r} appears twice"
+        )
+    wide = frame.set_index("region")
+    if wide.shape[1] == 0:
+        raise DataValidationError(str(path), "wide counts need size columns 1..N, or use region,size,count")
+    return align_sizes(wide, str(path)), False
 
 
 # ---------------------------------------------------------------------- one tiny model per formulation

@@ -18,18 +18,15 @@ the ground set.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.tables import read_table, source_name, source_stem
 from dpmodels.submodular.data import SubmodularInstance
 from dpmodels.submodular.matroids import PartitionMatroid, UniformMatroid
 from dpmodels.submodular.objectives import WeightedCoverage
-
-from .userfiles import read_user_csv
 
 __all__ = ["from_csv"]
 
@@ -56,7 +53,8 @@ def from_csv(
         module docstring); a repeated pair is one incidence.
     elements, rank
         The public ground set as a CSV with an ``element`` column, with the uniform matroid's
-        ``rank`` (any ``rank`` elements).  Elements keep the file's order.
+        ``rank`` (any ``rank`` elements).  Elements are numbered in label order, users too: the
+        order of the rows never changes a release.
     partition, capacity
         Or the ground set and its parts as a CSV ``element,part``, at most ``capacity`` per part.
     weights, max_weight
@@ -77,15 +75,15 @@ def from_csv(
     """
     labels, M = _declared_matroid(elements, partition, rank, capacity)
     index = {label: e for e, label in enumerate(labels)}
-    pairs = read_user_csv(coverage, ["element", "user"], nonblank=["element", "user"])
+    pairs = read_table(coverage, ["element", "user"], nonblank=["element", "user"], field="coverage")
     element, user = pairs["element"].str.strip(), pairs["user"].str.strip()
-    users = dict.fromkeys(user)  # users in order of first appearance, whatever elements they name
+    users = dict.fromkeys(sorted(set(user)))  # users in label order, whatever elements they name
     w = None
     if weights is not None or max_weight is not None:
         if weights is None or max_weight is None:
             raise DataValidationError("weights", "give the weights file and its declared bound max_weight together")
         w = _user_weights(weights, max_weight)
-        users.update(dict.fromkeys(u for u in w if u not in users))
+        users.update(dict.fromkeys(sorted(u for u in w if u not in users)))
     width = _user_count(n_users, len(users))
     known = element.isin(index).to_numpy()  # the rule: rows naming undeclared elements are left out
     code = {u: v for v, u in enumerate(users)}
@@ -96,7 +94,7 @@ def from_csv(
     weight_vector = None if w is None else np.array([w.get(u, 0.0) for u in users] + [0.0] * (width - len(users)))
     F = WeightedCoverage(inc, weight_vector, sensitivity=None if w is None else max_weight)
     F.public_record_count = n_users is not None
-    return SubmodularInstance(F, M, name or f"coverage:{Path(coverage).name}", labels=tuple(labels))
+    return SubmodularInstance(F, M, name or f"coverage:{source_stem(coverage, 'frame')}", labels=tuple(labels))
 
 
 def _user_count(n_users, named: int) -> int:
@@ -114,23 +112,27 @@ def _user_count(n_users, named: int) -> int:
 
 
 def _declared_matroid(elements, partition, rank, capacity) -> tuple[list[str], object]:
-    """The public ground set (element labels in file order) and its uniform or partition matroid."""
+    """The public ground set (element labels in label order) and its uniform or partition matroid."""
     if (elements is None) == (partition is None):
         raise DataValidationError("elements", "declare the ground set with exactly one of elements or partition")
     if elements is not None:
         if capacity is not None:
             raise DataValidationError("capacity", "goes with a partition matroid (partition=...), not elements")
-        frame = read_user_csv(elements, ["element"], nonblank=["element"])
-        labels = _unique_labels(frame, "element", elements)
+        frame = read_table(elements, ["element"], nonblank=["element"], field="elements")
+        labels = sorted(_unique_labels(frame, "element", source_name(elements, "elements")))
         r = _positive_count(rank, "rank")
         if r > len(labels):
             raise DataValidationError("rank", f"must be at most the {len(labels)} declared elements, got {r}")
         return labels, UniformMatroid(len(labels), r)
     if rank is not None:
         raise DataValidationError("rank", "goes with a uniform matroid (elements=...); a partition takes capacity")
-    frame = read_user_csv(partition, ["element", "part"], nonblank=["element", "part"])
-    labels = _unique_labels(frame, "element", partition)
-    parts = dict.fromkeys(frame["part"].str.strip())
+    frame = read_table(partition, ["element", "part"], nonblank=["element", "part"], field="partition")
+    order = np.argsort(
+        np.array(_unique_labels(frame, "element", source_name(partition, "partition")), dtype=str), kind="stable"
+    )
+    frame = frame.iloc[order]
+    labels = frame["element"].str.strip().tolist()
+    parts = sorted(set(frame["part"].str.strip()))
     part_index = {p: j for j, p in enumerate(parts)}
     cap = _positive_count(capacity, "capacity")
     block = frame["part"].str.strip().map(part_index).to_numpy(dtype=np.int64)
@@ -165,8 +167,8 @@ def _user_weights(path, max_weight) -> dict[str, float]:
     bound = float(max_weight)
     if not np.isfinite(bound) or bound <= 0:
         raise DataValidationError("max_weight", f"must be a finite number > 0, got {max_weight!r}")
-    frame = read_user_csv(path, ["user", "weight"], nonblank=["user", "weight"])
-    names = _unique_labels(frame, "user", path)
+    frame = read_table(path, ["user", "weight"], nonblank=["user", "weight"], field="weights")
+    names = _unique_labels(frame, "user", source_name(path, "weights"))
     values = pd.to_numeric(frame["weight"].str.strip(), errors="coerce").to_numpy(dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:

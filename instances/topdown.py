@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_example
 from dpmodels.core.noise import make_rng
-from dpmodels.instances.userfiles import read_user_csv
+from dpmodels.core.tables import read_table, source_name, source_stem
 from dpmodels.topdown.data import (
     GQ_TYPES,
     Edit,
@@ -239,9 +239,10 @@ def from_csv(
     if level is None:
         raise DataValidationError("total_level", f"must be one of {list(LEVELS)}, got {total_level!r}")
     schema = pl94_schema(races)
-    frame = read_user_csv(persons, ["geocode", *schema.names], nonblank=["geocode", *schema.names])
-    _check_geocodes(frame["geocode"], persons)
-    geography = _geography(frame["geocode"], persons) if blocks is None else _declared_geography(blocks)
+    frame = read_table(persons, ["geocode", *schema.names], nonblank=["geocode", *schema.names], field="persons")
+    where = source_name(persons, "persons")
+    _check_geocodes(frame["geocode"], where)
+    geography = _geography(frame["geocode"], where) if blocks is None else _declared_geography(blocks)
     leaf_row = {geography.names[i]: k for k, i in enumerate(geography.leaves)}
     rows = frame["geocode"].map(leaf_row)
     cells, in_schema = _cells(frame, schema)
@@ -251,7 +252,7 @@ def from_csv(
         shape=(len(leaf_row), schema.size),
     )
     knowledge = PublicKnowledge.from_region_totals(geography, _region_totals(geography, counts), level)
-    name = Path(persons).stem
+    name = source_stem(persons, "persons")
     return TopDownData(schema, geography, counts, knowledge, name=name, geography_declared=blocks is not None)
 
 
@@ -268,7 +269,8 @@ def _check_geocodes(codes: pd.Series, path) -> None:
 
 def _declared_geography(blocks):
     """The geography of the declared block list; a malformed or repeated geocode is refused naming the file."""
-    codes = read_user_csv(blocks, ["geocode"], nonblank=["geocode"])["geocode"]
+    codes = read_table(blocks, ["geocode"], nonblank=["geocode"], field="blocks")["geocode"]
+    blocks = source_name(blocks, "blocks")
     _check_geocodes(codes, blocks)
     repeated = np.flatnonzero(codes.duplicated().to_numpy())
     if len(repeated):
@@ -289,7 +291,7 @@ def _cells(frame: pd.DataFrame, schema) -> tuple[np.ndarray, np.ndarray]:
 def _geography(codes, path):
     """The geography tree of the geocodes in ``codes``; a malformed geocode is refused naming ``path``."""
     try:
-        return geography_from_geocodes(codes)
+        return geography_from_geocodes(sorted(codes))  # by label: the rows' order never matters
     except DataValidationError as err:
         raise DataValidationError(str(path), err.problem) from err
 

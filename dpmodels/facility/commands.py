@@ -155,7 +155,7 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--f", type=float, required=True, help="facility opening cost f > 0 (in coordinate units)")
     p.add_argument("--lam", type=float, default=1.5, help="lambda of the FRT tree, in (1, 2)")
     _radius_mode(p)
-    p.add_argument("--tree-out", help="also write the published tree (node, parent, level, rep_point, in_R, ...)")
+    p.add_argument("--tree-out", help="also write the published tree (node, parent, level, rep_location, in_R, ...)")
     std.add_release_options(p, {"--out": "where to write the published facilities CSV (node, level, point, x, y, ...)"})
 
 
@@ -171,10 +171,10 @@ def _run_release(args) -> int:
 
     def run(session, data, epsilon) -> ReleaseOutcome:
         published = release(session, epsilon, lam=lam, radius_mode=args.radius_mode)
-        rows, columns = data.info["rows"], data.info["columns"]
-        frames = {"--out": facilities_frame(published, data.points, rows, columns)}
+        columns = data.info["columns"]
+        frames = {"--out": facilities_frame(published, data.points, columns)}
         if args.tree_out:
-            frames["--tree-out"] = tree_frame(published, data.points, rows, columns)
+            frames["--tree-out"] = tree_frame(published, data.points, columns)
         facts = release_facts(len(data.points), f, lam=lam, radius_mode=args.radius_mode)
         summary = [_report(published)]
         tree = published.tree

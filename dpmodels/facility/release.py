@@ -204,8 +204,8 @@ def release_facts(
             "the points (coordinates) are public: list every candidate location, also those without clients; "
             "a point listed only because a client lives there is not protected",
             "the tree depends on the set of distinct coordinates only (locations in lexicographic order), not on the "
-            "rows' order or multiplicity; the output's point and rep_point columns name the first data row of each "
-            "location, which is public only if the file lists each location once in a public order",
+            "rows' order or multiplicity; the output's location and rep_location columns number the distinct "
+            "locations in that order (0-based), a function of the public coordinates alone",
             "the marks read one random word per noisy node whatever the counts; the run also computes true-data "
             "diagnostics (the opened set, costs), never published, whose running time depends on the counts",
             "the session is charged the requested epsilon, which can exceed what Algorithm 2 spends (L' rounds down)",
@@ -271,18 +271,21 @@ def level_ledger(tree_run: TreeRun) -> PrivacyLedger:
 
 
 # ---------------------------------------------------------------------- output tables
-def facilities_frame(published: FacilityRelease, points: np.ndarray, rows, columns) -> pd.DataFrame:
-    """The published candidate facilities: ``node, level, point`` (data row of ``rep(u)``) and its coordinates."""
+def facilities_frame(published: FacilityRelease, points: np.ndarray, columns) -> pd.DataFrame:
+    """The published candidate facilities: ``node, level, location`` (of ``rep(u)``) and its coordinates.
+
+    ``location`` numbers the distinct locations in lexicographic order of their coordinates
+    (0-based): a label that does not depend on the order of the input rows.
+    """
     R = np.asarray(published.R, dtype=np.int64)
-    frame = pd.DataFrame(
-        {"node": R, "level": published.tree.tree.level[R], "point": np.asarray(rows)[published.facilities]}
-    )
+    frame = pd.DataFrame({"node": R, "level": published.tree.tree.level[R], "location": published.facilities})
     return frame.join(pd.DataFrame(points[published.facilities], columns=columns))
 
 
-def tree_frame(published: FacilityRelease, points: np.ndarray, rows, columns) -> pd.DataFrame:
-    """The published tree: ``node, parent, level, rep_point`` (data row of the representative leaf),
-    ``in_R`` (member of the published R) and the representative's coordinates."""
+def tree_frame(published: FacilityRelease, points: np.ndarray, columns) -> pd.DataFrame:
+    """The published tree: ``node, parent, level, rep_location`` (the representative leaf's location,
+    numbered as in :func:`facilities_frame`), ``in_R`` (member of the published R) and the
+    representative's coordinates."""
     tree = published.tree.tree
     location = tree.location_of[rep(tree)]
     in_R = np.zeros(tree.n_nodes, dtype=bool)
@@ -292,7 +295,7 @@ def tree_frame(published: FacilityRelease, points: np.ndarray, rows, columns) ->
             "node": np.arange(tree.n_nodes),
             "parent": tree.parent,
             "level": tree.level,
-            "rep_point": np.asarray(rows)[location],
+            "rep_location": location,
             "in_R": in_R,
         }
     )

@@ -18,9 +18,11 @@ import pandas as pd
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.hierarchy import Hierarchy
+from dpmodels.core.tables import region_frame, region_matrix
 
 from .bounding import Overflow, fit_width, leaf_groups, size_bins, unit_sizes, validate_overflow
 from .sensitivity import validate_z_max
+from .transforms import chain_cumulative, chain_decumulate, chain_order, cumulative, decumulate
 
 __all__ = [
     "GroupSizeData",
@@ -33,82 +35,6 @@ __all__ = [
 ]
 
 Kind = Literal["counts", "cumulative", "chain"]
-
-
-# ---------------------------------------------------------------------- transforms
-def cumulative(values: np.ndarray) -> np.ndarray:
-    """The operator (+): ``c_s = sum_{k<=s} n_k`` along the size axis (spec 2.3).
-
-    Parameters
-    ----------
-    values : numpy.ndarray
-        Counts in the (regions, sizes) layout.
-    """
-    return np.cumsum(values, axis=-1)
-
-
-def decumulate(values: np.ndarray) -> np.ndarray:
-    """The operator (-): first differences along the size axis, the inverse of (+).
-
-    Parameters
-    ----------
-    values : numpy.ndarray
-        Cumulative counts in the (regions, sizes) layout.
-    """
-    values = np.asarray(values)
-    return np.diff(values, axis=-1, prepend=np.zeros_like(values[..., :1]))
-
-
-def chain_order(hierarchy: Hierarchy, n_sizes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Regions and 0-based sizes of the chain nodes ``a_1..a_{|R|N}`` (spec 4.6).
-
-    Size-major post-order of the DP tree without its dummy root: all of size 1 in
-    post-order of the hierarchy, then size 2, and so on.
-    """
-    post = hierarchy.postorder
-    regions = np.tile(post, n_sizes)
-    sizes = np.repeat(np.arange(n_sizes), len(post))
-    return regions, sizes
-
-
-def chain_cumulative(hierarchy: Hierarchy, values: np.ndarray) -> np.ndarray:
-    """Per-level running sums along the chain: ``c_i = sum of n_j, j <= i, same level``.
-
-    Returned in the (regions, sizes) layout.  Within a level, chain order is size-major
-    and then the level's canonical order (which equals its post-order).
-
-    Parameters
-    ----------
-    hierarchy : Hierarchy
-        The regions' hierarchy (rows of ``values`` in its order).
-    values : numpy.ndarray
-        Counts in the (regions, sizes) layout.
-    """
-    values = np.asarray(values)
-    out = np.empty_like(values)
-    for level in range(1, hierarchy.n_levels + 1):
-        block = values[hierarchy.level_slice(level)]
-        out[hierarchy.level_slice(level)] = np.cumsum(block.T.ravel()).reshape(block.T.shape).T
-    return out
-
-
-def chain_decumulate(hierarchy: Hierarchy, chain: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`chain_cumulative`: per-level first differences along the chain.
-
-    Parameters
-    ----------
-    hierarchy : Hierarchy
-        The regions' hierarchy (rows of ``chain`` in its order).
-    chain : numpy.ndarray
-        Chain-cumulative values in the (regions, sizes) layout.
-    """
-    chain = np.asarray(chain)
-    out = np.empty_like(chain)
-    for level in range(1, hierarchy.n_levels + 1):
-        block = chain[hierarchy.level_slice(level)]
-        flat = block.T.ravel()
-        out[hierarchy.level_slice(level)] = np.diff(flat, prepend=np.zeros_like(flat[:1])).reshape(block.T.shape).T
-    return out
 
 
 # ---------------------------------------------------------------------- true data
@@ -156,7 +82,9 @@ class GroupSizeData:
             raise DataValidationError("N_declared", f"must be True or False, got {self.N_declared!r}")
         object.__setattr__(self, "N_declared", bool(self.N_declared))
         validate_overflow(self.overflow)
-        counts = _integer_matrix(self.counts, "counts", (self.hierarchy.n_regions, None))
+        counts = _integer_matrix(
+            _region_matrix(self.hierarchy, self.counts, "counts"), "counts", (self.hierarchy.n_regions, None)
+        )
         if counts.shape[1] < 1:
             raise DataValidationError("counts", "needs at least one group size (N >= 1)")
         if (counts < 0).any():
@@ -204,7 +132,7 @@ class GroupSizeData:
         overflow
             ``"top"`` or ``"error"`` (see :mod:`dpmodels.pgsr.bounding`).
         """
-        leaf = _integer_matrix(leaf_counts, "leaf_counts", (len(hierarchy.leaves), None))
+        leaf = _integer_matrix(_leaf_matrix(hierarchy, leaf_counts), "leaf_counts", (len(hierarchy.leaves), None))
         if (leaf < 0).any():
             i, s = np.argwhere(leaf < 0)[0]
             raise DataValidationError(
@@ -308,15 +236,9 @@ class GroupSizeData:
     def chain(self) -> np.ndarray:
         return chain_cumulative(self.hierarchy, self.counts)
 
-    def frame(self) -> pd.DataFrame:
-        """Counts as a table: one row per region, one column per size, plus the level."""
-        df = pd.DataFrame(
-            self.counts,
-            index=pd.Index(self.hierarchy.names, name="region"),
-            columns=pd.RangeIndex(1, self.N + 1, name="size"),
-        )
-        df.insert(0, "level", self.hierarchy.level)
-        return df
+    def to_frame(self) -> pd.DataFrame:
+        """Counts as a table: indexed by region, a ``level`` column, one column per size ``1..N``."""
+        return region_frame(self.counts, self.hierarchy.names, self.hierarchy.level)
 
 
 # ---------------------------------------------------------------------- noisy data
@@ -351,7 +273,7 @@ class NoisyGroupSizes:
 
     def __post_init__(self):
         self.hierarchy.require_uniform_depth("hierarchy")
-        values = np.array(self.values, dtype=np.float64)
+        values = np.array(_region_matrix(self.hierarchy, self.values, "values"), dtype=np.float64)
         if values.ndim != 2 or values.shape[0] != self.hierarchy.n_regions or values.shape[1] < 1:
             raise DataValidationError(
                 "values", f"must have shape ({self.hierarchy.n_regions}, N>=1), got {values.shape}"
@@ -380,9 +302,26 @@ class NoisyGroupSizes:
         if self.kind != kind:
             raise DataValidationError("noisy", f"{builder} needs {kind!r} values, got {self.kind!r}")
 
+    def to_frame(self) -> pd.DataFrame:
+        """The noisy values as a table: indexed by region, a ``level`` column, sizes ``1..N``."""
+        return region_frame(self.values, self.hierarchy.names, self.hierarchy.level)
+
     def with_values(self, values, kind: Kind | None = None) -> NoisyGroupSizes:
         """Same public facts, other values (e.g. the pre-processed estimates of Algorithm 2)."""
         return NoisyGroupSizes(self.hierarchy, values, self.G, kind or self.kind, self.level_scales, dict(self.info))
+
+
+def _region_matrix(hierarchy: Hierarchy, values, field: str):
+    """``values`` in the hierarchy's row order: a DataFrame is matched by its region and size labels."""
+    return region_matrix(values, hierarchy.names, hierarchy.level, field)
+
+
+def _leaf_matrix(hierarchy: Hierarchy, values):
+    """Leaf rows in ``hierarchy.leaves`` order: a DataFrame is matched by its region and size labels."""
+    leaves = hierarchy.leaves
+    return region_matrix(
+        values, [hierarchy.names[i] for i in leaves], [hierarchy.level[i] for i in leaves], "leaf_counts"
+    )
 
 
 def _declared_n(n_sizes) -> int:

@@ -17,10 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.facade import solve
+from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.marker import get_marker
+from dpmodels.core.tables import region_frame
 
 from .algorithms.relaxation import relaxed_values
 from .data import NoisyGroupSizes
@@ -48,6 +51,8 @@ class Release:
         The solver or algorithm that produced it.
     info : dict
         Its other facts (termination, bound, widenings...).
+    hierarchy : Hierarchy, optional
+        The public hierarchy the rows follow (set by every ``post_*`` function).
     """
 
     counts: np.ndarray
@@ -56,16 +61,24 @@ class Release:
     seconds: float
     solver: str
     info: dict = field(default_factory=dict)
+    hierarchy: Hierarchy | None = None
+
+    def to_frame(self) -> pd.DataFrame:
+        """The released counts as a table: indexed by region, a ``level`` column, sizes ``1..N``."""
+        if self.hierarchy is None:
+            raise DataValidationError("hierarchy", "this release was built without its hierarchy: no labels")
+        return region_frame(self.counts, self.hierarchy.names, self.hierarchy.level)
 
 
 def _timed(func: Callable) -> Callable:
-    """Record the post-processing wall time in ``Release.seconds``."""
+    """Record the post-processing wall time in ``Release.seconds`` and the rows' hierarchy."""
 
     @functools.wraps(func)
     def wrapper(noisy: NoisyGroupSizes, **options) -> Release:
         tick = time.perf_counter()
         release = func(noisy, **options)
         release.seconds = time.perf_counter() - tick
+        release.hierarchy = noisy.hierarchy
         return release
 
     return wrapper

@@ -148,13 +148,14 @@ def test_release_writes_facilities_tree_and_a_secure_ledger(points):
     assert "cost" not in proc.stdout and "|S|" not in proc.stdout  # nothing computed from the counts but R
     data = pd.read_csv(points / "points.csv")
     facilities, tree = pd.read_csv(out), pd.read_csv(tree_out)
-    assert list(facilities.columns) == ["node", "level", "point", "x", "y"] and len(facilities) > 0
-    assert facilities[["x", "y"]].to_numpy().tolist() == data.loc[facilities.point, ["x", "y"]].to_numpy().tolist()
-    assert list(tree.columns) == ["node", "parent", "level", "rep_point", "in_R", "x", "y"]
+    assert list(facilities.columns) == ["node", "level", "location", "x", "y"] and len(facilities) > 0
+    locations = np.unique(data[["x", "y"]].to_numpy(), axis=0)  # the distinct locations, lexicographic order
+    assert facilities[["x", "y"]].to_numpy().tolist() == locations[facilities.location].tolist()
+    assert list(tree.columns) == ["node", "parent", "level", "rep_location", "in_R", "x", "y"]
     assert sorted(tree.node[tree.in_R]) == sorted(facilities.node)
     hst = HST(tree.parent.to_numpy(), tree.level.to_numpy(), 1.5, np.flatnonzero(tree.level.to_numpy() == 0))
     assert hst.n == 198 and is_antichain(hst, facilities.node.to_numpy())  # duplicates merged; R = minset(M)
-    assert not ({10, 11} & set(tree.rep_point)) and tree.loc[tree.level == 0, "rep_point"].nunique() == 198
+    assert tree.loc[tree.level == 0, "rep_location"].nunique() == 198
     ledger = json.loads((points / "facilities.ledger.json").read_text())
     assert ledger["private"] is True and ledger["randomness"] == SECURE_SOURCE
     assert Fraction(ledger["spent"]["epsilon"]) <= 1
@@ -317,8 +318,6 @@ def test_the_loader_sums_and_clamps_exactly(tmp_path, rows):
     cap = count_cap(len(locations))
     assert data.points.tolist() == [list(map(float, xy)) for xy in locations]
     assert data.N.tolist() == [min(totals[xy], cap) for xy in locations]
-    first = {xy: next(i for i, (rc, _) in enumerate(rows) if rc == xy) for xy in locations}
-    assert data.info["rows"].tolist() == [first[xy] for xy in locations]
 
 
 def test_the_tree_does_not_depend_on_the_order_of_the_rows(tmp_path):

@@ -74,8 +74,8 @@ def test_csv_round_trip_long_wide_and_records(tmp_path, running_example):
         ("region,size,count\nGA,-1,2\n", "sizes must be >= 0"),
         ("region,size,count\nGA,1.5,2\n", "integers"),
         ("region,size,count\nUS,1,9\nGA,1,2\nNY,1,1\n", "differ from the sum"),
-        ("region,1,2\nGA,1,0\nGA,0,1\n", "a region appears twice"),
-        ("region,size\nGA,1\n", "size columns|integer size"),
+        ("region,1,2\nGA,1,0\nGA,0,1\n", "region 'GA' appears twice"),
+        ("region,size\nGA,1\n", "column 'size' is not a group size"),
     ],
 )
 def test_csv_errors_name_the_file_and_problem(tmp_path, content, message):

@@ -208,14 +208,15 @@ def test_the_reader_builds_the_declared_instance(files):
         files / "coverage.csv", partition=files / "parts.csv", capacity=2, weights=files / "weights.csv", max_weight=2
     )
     F, M = inst.function, inst.matroid
-    assert inst.labels == tuple(ELEMENTS) and M.kind == "partition" and M.r == 4
+    assert inst.labels == tuple(sorted(ELEMENTS)) and M.kind == "partition" and M.r == 4  # by label, not row
     assert F.sensitivity == 2 and F.n_users == 12 and F.max_value == 2 * 12  # Delta x users
     assert F.public_record_count is False  # ... counted in the files, not declared: an experiment only
     (files / "pairs.csv").write_text("element,user\nnorth,a\nnorth,a\nsouth,b\n")  # a repeated pair is one
     unit = from_csv(files / "pairs.csv", elements=files / "elements.csv", rank=2, n_users=5)
     assert unit.function.sensitivity == 1 and unit.function.n_users == 5 and unit.function.max_value == 5
     assert unit.function.public_record_count is True
-    assert unit.function([0]) == 1 and unit.function([0, 1]) == 2
+    at = {label: e for e, label in enumerate(unit.labels)}
+    assert unit.function([at["north"]]) == 1 and unit.function([at["north"], at["south"]]) == 2
     with pytest.raises(DataValidationError, match="n_users"):
         from_csv(files / "pairs.csv", elements=files / "elements.csv", rank=2, n_users=1)
 
