@@ -8,6 +8,8 @@ dpmodels bench <family>|noise|startup [options]
                                         speed and memory bars, ratios measured in one run
 dpmodels release <family> [options]
                                         a private release of your data files, with its ledger and manifest
+dpmodels measure <family> [options]     the release's noisy measurements alone, as a measurement file
+dpmodels postprocess <family> [options] post-process a measurement file (drawn here or by another tool)
 dpmodels budget init|show [options]      a budget database: declare a dataset's budget, see what was spent
 
 Each family declares its commands once, in ``dpmodels/<family>/commands.py`` (a
@@ -70,12 +72,19 @@ def _parser() -> argparse.ArgumentParser:
     bench_sub = bench.add_subparsers(dest="family", required=True)
     rel = sub.add_parser("release", help="private release of your data (secure exact noise, budget, ledger, manifest)")
     rel_sub = rel.add_subparsers(dest="family", required=True)
+    meas = sub.add_parser("measure", help="a release's noisy measurements alone, as a file (budget, ledger, manifest)")
+    meas_sub = meas.add_subparsers(dest="family", required=True)
+    post = sub.add_parser("postprocess", help="post-process a noisy-measurement file, drawn here or by another tool")
+    post_sub = post.add_subparsers(dest="family", required=True)
     budget = sub.add_parser("budget", help="the budget database: declare a dataset's budget, show what was spent")
     budget_sub = budget.add_subparsers(dest="action", required=True)
     _add_command(budget_sub, "init", BUDGET_INIT)
     _add_command(budget_sub, "show", BUDGET_SHOW)
     for family in families():
-        _add_family(family, cmp_sub, bench_sub, rel_sub)
+        _add_family(
+            family,
+            {"compare": cmp_sub, "bench": bench_sub, "release": rel_sub, "measure": meas_sub, "postprocess": post_sub},
+        )
     _add_command(bench_sub, "noise", NOISE_BENCH)
     _add_command(bench_sub, "startup", STARTUP_BENCH)
     return parser
@@ -93,9 +102,10 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _add_family(family, cmp_sub, bench_sub, rel_sub) -> None:
-    """``compare``, ``bench`` (and ``release``) subcommands of one family, from its declaration."""
-    for sub, command in ((cmp_sub, family.compare), (bench_sub, family.bench), (rel_sub, family.release)):
+def _add_family(family, verbs: dict) -> None:
+    """``compare``, ``bench`` (and ``release``, ``measure``, ``postprocess``) subcommands of one family."""
+    for verb, sub in verbs.items():
+        command = getattr(family, verb)
         if command is not None:
             _add_command(sub, family.name, command, family.aliases, family.summary)
 

@@ -44,7 +44,7 @@ def test_permuted_input_rows_give_the_same_release(family, seed, tmp_path_factor
     case = CASES[family](folder)
     expected = _release(case, case.argv)
     argv = list(case.argv)
-    for flag, path in case.inputs.items():
+    for path in case.inputs.values():
         shuffled = path.with_name("shuffled-" + path.name)
         _permute_rows(path, seed, shuffled)
         argv[argv.index(str(path))] = str(shuffled)

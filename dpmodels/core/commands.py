@@ -49,7 +49,11 @@ class Command:
 
 @dataclass(frozen=True)
 class Family:
-    """What a family shows the command line: ``dpmodels compare|bench|release <name>``."""
+    """What a family shows the command line: ``dpmodels compare|bench|release|measure|postprocess <name>``.
+
+    ``measure`` and ``postprocess`` are a release in two steps with a measurement file between
+    them (:mod:`dpmodels.core.measurements`); a family without them leaves them None.
+    """
 
     name: str
     package: str
@@ -57,6 +61,8 @@ class Family:
     compare: Command
     bench: Command
     release: Command | None = None
+    measure: Command | None = None
+    postprocess: Command | None = None
     aliases: tuple[str, ...] = field(default_factory=tuple)
 
 

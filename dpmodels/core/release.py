@@ -65,7 +65,8 @@ class ReleaseOutcome:
     Parameters
     ----------
     frames
-        Output option -> table, written as CSV to that option's path.
+        Output option -> table, written as Parquet when that option's path ends in ``.parquet``
+        (or ``.pq``), else as CSV; or a dict, written as JSON.
     facts
         The family's statements for the manifest.
     summary
@@ -177,6 +178,7 @@ def run_release(args, spec: ReleaseSpec) -> int:
     configure_logging(verbosity(args))
     _check_budget_flags(args)
     targets = _targets(args, spec)
+    _require_parquet(targets)
     amount = as_epsilon(args.epsilon, "--epsilon")
     rng = release_rng(args.seed, not_private=args.not_private)
     if spec.prepare is not None:
@@ -206,7 +208,11 @@ def run_release(args, spec: ReleaseSpec) -> int:
 def _stage_outputs(stage, outcome, session, args, spec, inputs) -> dict:
     written = {}
     for flag, frame in outcome.frames.items():
-        written[flag] = stage.write(flag, lambda p, frame=frame: frame.to_csv(p, index=False))
+        if isinstance(frame, dict):
+            written[flag] = stage.write_text(flag, json.dumps(frame, indent=2, default=str) + "\n")
+        else:
+            parquet = is_parquet(stage.targets[flag])
+            written[flag] = stage.write(flag, lambda p, f=frame, pq=parquet: _write_frame(f, p, pq))
     state = session.to_dict()  # one read of the budget (a database read when it persists)
     ledger = outcome.ledger if outcome.ledger is not None else state
     written["--ledger"] = stage.write_text("--ledger", json.dumps(ledger, indent=2, default=str) + "\n")
@@ -231,6 +237,28 @@ def _stage_outputs(stage, outcome, session, args, spec, inputs) -> dict:
     )
     stage.write_text("--manifest", json.dumps(manifest, indent=2, default=str) + "\n")
     return written
+
+
+def is_parquet(path) -> bool:
+    """Whether an output path asks for Parquet (``.parquet`` or ``.pq``); anything else is CSV."""
+    return Path(path).suffix.lower() in (".parquet", ".pq")
+
+
+def _write_frame(frame: pd.DataFrame, path: Path, parquet: bool) -> None:
+    if parquet:
+        frame.to_parquet(path, index=False)
+    else:
+        frame.to_csv(path, index=False)
+
+
+def _require_parquet(targets: dict[str, Path]) -> None:
+    """Refuse, before any budget is spent, a Parquet output without pyarrow."""
+    wanted = [flag for flag, path in targets.items() if is_parquet(path)]
+    if wanted:
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise DataValidationError(wanted[0], "writing Parquet needs pyarrow (pip install pyarrow)") from None
 
 
 def _database_record(args, session: PrivacySession, state: dict) -> dict | None:

@@ -303,6 +303,45 @@ def _default_mechanism() -> str:
 
 
 def _release_arguments(p: argparse.ArgumentParser) -> None:
+    _data_arguments(p)
+    p.add_argument(
+        "--mechanism",
+        type=std.one_of(MECHANISMS, "mechanism"),
+        help=std.LazyHelp(lambda: f"mechanism, one of {', '.join(MECHANISMS())} (default {_default_mechanism()})"),
+    )
+    std.add_release_options(p)
+
+
+def _measure_arguments(p: argparse.ArgumentParser) -> None:
+    _data_arguments(p)
+    p.add_argument(
+        "--kind",
+        choices=["counts", "cumulative", "chain"],
+        default="counts",
+        help="what to measure: counts (for M_H*, TopDown), cumulative (M_c*) or chain (M_c^ch)",
+    )
+    outputs = {"--out": "where to write the measurement table (.csv, or .parquet)"}
+    std.add_release_options(p, outputs)
+    p.add_argument("--facts", help="where to write the declared facts JSON (default: beside --out, .facts.json)")
+
+
+def _postprocess_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--measurements", required=True, help="the measurement table (.csv or .parquet), any tool's")
+    p.add_argument("--facts", help="its declared facts JSON (default: beside --measurements, .facts.json)")
+    p.add_argument(
+        "--mechanism",
+        type=std.one_of(MECHANISMS, "mechanism"),
+        help=std.LazyHelp(
+            lambda: f"post-processing, one of {', '.join(MECHANISMS())} (default {_default_mechanism()})"
+        ),
+    )
+    p.add_argument("--out", required=True, help="where to write the released counts (.csv, or .parquet)")
+    p.add_argument("--manifest", help="where to write the JSON manifest (default: beside --out, .manifest.json)")
+    p.add_argument("--force", action="store_true", help="replace existing output files (never an input)")
+    std.add_verbosity(p)
+
+
+def _data_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hierarchy", required=True, help="region,parent CSV (the root's parent empty)")
     data = p.add_mutually_exclusive_group(required=True)
     data.add_argument("--records", help="user,unit,region,quantity CSV (one row per person)")
@@ -321,18 +360,24 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
         "(error: only with --not-private, since a refusal would depend on one group)",
     )
     p.add_argument("--z-max", type=positive_int, default=1, help="declared public bound on a quantity (clamped to it)")
-    p.add_argument(
-        "--mechanism",
-        type=std.one_of(MECHANISMS, "mechanism"),
-        help=std.LazyHelp(lambda: f"mechanism, one of {', '.join(MECHANISMS())} (default {_default_mechanism()})"),
-    )
-    std.add_release_options(p)
 
 
 def _run_release(args) -> int:
     from .release_command import run_release_command
 
     return run_release_command(args)
+
+
+def _run_measure(args) -> int:
+    from .measure_command import run_measure_command
+
+    return run_measure_command(args)
+
+
+def _run_postprocess(args) -> int:
+    from .measure_command import run_postprocess_command
+
+    return run_postprocess_command(args)
 
 
 FAMILY = Family(
@@ -357,5 +402,13 @@ FAMILY = Family(
     ),
     release=Command(
         "release group-size counts of a region hierarchy (records or counts CSVs)", _release_arguments, _run_release
+    ),
+    measure=Command(
+        "the noisy measurements of a PGSR release, as a measurement file", _measure_arguments, _run_measure
+    ),
+    postprocess=Command(
+        "post-process a PGSR measurement file (drawn here, with OpenDP, ...) into released counts",
+        _postprocess_arguments,
+        _run_postprocess,
     ),
 )

@@ -31,6 +31,7 @@ from .sensitivity import NEIGHBOURS, level_sensitivity, validate_z_max
 
 __all__ = [
     "release",
+    "measure_release",
     "release_frame",
     "release_facts",
     "require_declared",
@@ -71,10 +72,31 @@ def release(session: PrivacySession, mechanism: str, epsilon, **options):
         raise DataValidationError("mechanism", f"unknown {mechanism!r}; choose from {list(MECHANISMS)}")
     spec = MECHANISMS[mechanism]
     spec.check_options(options)
+    noisy = measure_release(session, spec.kind, epsilon, label=f"PGSR {mechanism} ({spec.kind})")
+    return postprocess(mechanism, noisy, **options)
+
+
+def measure_release(session: PrivacySession, kind: str, epsilon, label: str | None = None):
+    """Spend ``epsilon`` of ``session`` on the noisy measurement alone; returns its :class:`NoisyGroupSizes`.
+
+    :func:`release` is this followed by :func:`~dpmodels.pgsr.postprocessing.postprocess`; run
+    apart (``dpmodels measure pgsr``, then ``dpmodels postprocess pgsr``) with the same generator,
+    the two steps give the same release.
+
+    Parameters
+    ----------
+    session
+        The session holding the :class:`GroupSizeData` and the budget.
+    kind
+        ``"counts"``, ``"cumulative"`` or ``"chain"``.
+    epsilon
+        The budget of the measurement (``epsilon / L`` per level).
+    label
+        The charge's label (default: ``"PGSR measurement (<kind>)"``).
+    """
     # Read for its declared facts only (how N and the overflow rule were set), never its values.
     require_declared(session._data, session.private)
-    noisy = session.run(f"PGSR {mechanism} ({spec.kind})", _measurement(spec.kind), epsilon)
-    return postprocess(mechanism, noisy, **options)
+    return session.run(label or f"PGSR measurement ({kind})", _measurement(kind), epsilon)
 
 
 def require_declared(data: GroupSizeData, private: bool) -> None:

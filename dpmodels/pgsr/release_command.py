@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dpmodels.core.errors import DataValidationError
 
-__all__ = ["run_release_command"]
+__all__ = ["run_release_command", "require_declared_options"]
 
 
 def run_release_command(args) -> int:
@@ -23,7 +23,7 @@ def run_release_command(args) -> int:
     from .release import DEFAULT_MECHANISM, release, release_facts, release_frame
 
     args.mechanism = args.mechanism or DEFAULT_MECHANISM
-    _require_declared_options(args)
+    require_declared_options(args)
     tree = read_hierarchy(args.hierarchy)
 
     def load():
@@ -54,7 +54,7 @@ def run_release_command(args) -> int:
     return run_release(args, spec)
 
 
-def _require_declared_options(args) -> None:
+def require_declared_options(args) -> None:
     """A private release takes N from --N and counts groups above it in the size-N bin: a data-derived N
     or a refusal of large groups would make the output depend on one group with certainty.  Only an
     experiment declared --not-private (its ledger and manifest say NOT private) may do either."""

@@ -1,0 +1,167 @@
+"""PGSR measurements as files: :class:`NoisyGroupSizes` to and from the noisy-measurement format.
+
+The format is :mod:`dpmodels.core.measurements`: one row per (region, size) with its noisy value,
+the mechanism that drew it and its variance, plus the public facts (the hierarchy, ``N``, ``G``,
+``z_max`` and the measured ``kind``).  :func:`measurement_set` writes what :func:`measure` drew;
+:func:`noisy_from_measurements` reads any set, also one whose noise another tool drew (OpenDP's
+Laplace, a Gaussian), aligning the rows by their labels: the post-processing then sees the noisy
+values and the declared facts only.
+
+The post-processings of PGSR weigh every cell of a level alike (the paper's objectives); each
+level's variance sets its truncated domains (:mod:`dpmodels.pgsr.domains`) through the noise
+scale: the recorded scale of a discrete Laplace, else the Laplace scale of the same variance,
+``sqrt(variance / 2)``.  A level whose cells carry different variances is refused, naming it.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+
+from dpmodels.core.errors import DataValidationError
+from dpmodels.core.hierarchy import Hierarchy
+from dpmodels.core.measurements import MeasurementSet
+from dpmodels.core.noise import double_geometric_variance
+from dpmodels.core.tables import region_matrix
+
+from .data import NoisyGroupSizes
+from .sensitivity import NEIGHBOURS, level_sensitivity
+
+__all__ = ["measurement_set", "measurement_facts", "noisy_from_measurements"]
+
+
+def measurement_facts(hierarchy: Hierarchy, N: int, G: int, kind: str = "counts", z_max: int = 1) -> dict:
+    """The public facts of a PGSR measurement set, for a set drawn by another tool.
+
+    Parameters
+    ----------
+    hierarchy : Hierarchy
+        The declared hierarchy.
+    N : int
+        The declared largest group size (cells ``1..N``).
+    G : int
+        The public number of groups.
+    kind : str
+        What was measured: ``"counts"``, ``"cumulative"`` or ``"chain"``.
+    z_max : int
+        The declared bound on one person's quantity.
+    """
+    pairs = [
+        [name, None if p < 0 else hierarchy.names[p]] for name, p in zip(hierarchy.names, hierarchy.parent, strict=True)
+    ]
+    return {"hierarchy": pairs, "N": int(N), "G": int(G), "kind": kind, "z_max": int(z_max)}
+
+
+def measurement_set(noisy: NoisyGroupSizes, source: str) -> MeasurementSet:
+    """The rows of a measurement drawn by :func:`dpmodels.pgsr.mechanism.measure` (discrete Laplace).
+
+    Parameters
+    ----------
+    noisy : NoisyGroupSizes
+        The noisy values with their level scales.
+    source : str
+        Who drew the noise, in words (the session's randomness).
+    """
+    if noisy.level_scales is None:
+        raise DataValidationError("noisy", "has no noise scales: not a measurement of dpmodels.pgsr.measure")
+    h, z_max = noisy.hierarchy, int(noisy.info.get("z_max", 1))
+    sizes = h.level_sizes()
+    per_row = []
+    for region in range(h.n_regions):
+        level = int(h.level[region])
+        scale = Fraction(noisy.level_scales[level - 1])
+        spent = level_sensitivity(noisy.kind, int(sizes[level - 1]), z_max) / scale
+        per_row.append((str(scale), double_geometric_variance(scale), str(spent)))
+    scale, variance, budget = (np.repeat(np.array(col, dtype=object), noisy.N) for col in zip(*per_row, strict=True))
+    table = pd.DataFrame(
+        {
+            "node": np.repeat(np.array(h.names, dtype=object), noisy.N),
+            "query": noisy.kind,
+            "cell": np.tile(np.arange(1, noisy.N + 1), h.n_regions),
+            "value": noisy.values.ravel(),
+            "mechanism": "discrete-laplace",
+            "scale": scale,
+            "variance": variance.astype(np.float64),
+            "budget_unit": "epsilon",
+            "budget": budget,
+        }
+    )
+    public = measurement_facts(h, noisy.N, noisy.G, noisy.kind, z_max)
+    extra = {"neighbours": NEIGHBOURS, "calibration": noisy.info.get("calibration", "sound")}
+    return MeasurementSet(table, "pgsr", public, source, extra)
+
+
+def noisy_from_measurements(measurements: MeasurementSet) -> NoisyGroupSizes:
+    """The :class:`NoisyGroupSizes` of a measurement set, rows matched by region and size labels.
+
+    Parameters
+    ----------
+    measurements : MeasurementSet
+        A PGSR set (:func:`dpmodels.core.measurements.read_measurements`).
+    """
+    public = measurements.public
+    for key in ("hierarchy", "N", "G", "kind"):
+        if key not in public:
+            raise DataValidationError("facts", f"public facts need {key!r} (hierarchy, N, G, kind, z_max)")
+    hierarchy = Hierarchy.from_parent_table([tuple(pair) for pair in public["hierarchy"]])
+    kind, n_sizes = public["kind"], int(public["N"])
+    table = measurements.table
+    other = sorted(set(table["query"]) - {kind})
+    if other:
+        raise DataValidationError("measurements", f"query {other[0]!r} is not the declared kind {kind!r}")
+    wide = _wide(table, "value", n_sizes)
+    values = region_matrix(wide, hierarchy.names, hierarchy.level, "measurements")
+    scales = _level_scales(hierarchy, table)
+    info = {"source": measurements.source, "z_max": int(public.get("z_max", 1)), "budget": _budget(hierarchy, table)}
+    return NoisyGroupSizes(hierarchy, values, int(public["G"]), kind, scales, info=info)
+
+
+def _wide(table: pd.DataFrame, column: str, n_sizes: int) -> pd.DataFrame:
+    cells = pd.to_numeric(table["cell"], errors="coerce")
+    bad = np.flatnonzero(~cells.between(1, n_sizes).to_numpy() | (cells % 1 != 0).to_numpy())
+    if bad.size:
+        raise DataValidationError(
+            "measurements",
+            f"column 'cell' on data row {bad[0] + 1} is not a size 1..{n_sizes}: {table['cell'][bad[0]]!r}",
+        )
+    wide = table.assign(cell=cells.astype(int)).pivot(index="node", columns="cell", values=column)
+    if wide.isna().any().any():
+        node, cell = wide.stack(future_stack=True).loc[lambda s: s.isna()].index[0]
+        raise DataValidationError("measurements", f"no value for node {node!r}, cell {cell}")
+    return wide.reindex(columns=range(1, n_sizes + 1))
+
+
+def _level_scales(hierarchy: Hierarchy, table: pd.DataFrame) -> tuple[Fraction, ...]:
+    """One noise scale per level, for the truncated domains; a level with two variances is refused."""
+    level_of = dict(zip(hierarchy.names, hierarchy.level, strict=True))
+    levels = table["node"].map(level_of)
+    scales = []
+    for level in range(1, hierarchy.n_levels + 1):
+        rows = table[levels == level]
+        variances = rows["variance"].unique()
+        if len(variances) != 1:
+            raise DataValidationError(
+                "measurements", f"level {level} has {len(variances)} variances; PGSR weighs a level's cells alike"
+            )
+        laplace = rows["mechanism"].eq("discrete-laplace").all() and rows["scale"].nunique() == 1
+        scale = Fraction(rows["scale"].iloc[0]) if laplace else _laplace_scale(float(variances[0]))
+        scales.append(scale)
+    return tuple(scales)
+
+
+def _laplace_scale(variance: float) -> Fraction:
+    """The Laplace scale of the same variance, ``sqrt(variance / 2)``, as a short fraction."""
+    return Fraction(math.sqrt(variance / 2)).limit_denominator(10**6)
+
+
+def _budget(hierarchy: Hierarchy, table: pd.DataFrame) -> dict:
+    """What the set says it spent, per unit: the levels add up, the regions of a level are disjoint
+    (parallel composition), so each level counts its largest per-row budget."""
+    levels = table["node"].map(dict(zip(hierarchy.names, hierarchy.level, strict=True)))
+    spent = {}
+    for (unit, _), rows in table.groupby([table["budget_unit"], levels]):
+        spent[unit] = spent.get(unit, Fraction(0)) + max(Fraction(b) for b in rows["budget"].unique())
+    return {unit: str(total) for unit, total in spent.items()}
