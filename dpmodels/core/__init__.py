@@ -46,6 +46,11 @@ _EXPORTS = {
     "discrete_laplace": "dpmodels.core.samplers",
     "exponential_mechanism": "dpmodels.core.selection",
     "sample_proportional": "dpmodels.core.selection",
+    "MeasurementSet": "dpmodels.core.measurements",
+    "read_measurements": "dpmodels.core.measurements",
+    "write_measurements": "dpmodels.core.measurements",
+    "read_table": "dpmodels.core.tables",
+    "write_table": "dpmodels.core.tables",
     "BudgetExceededError": "dpmodels.core.session",
     "PrivacySession": "dpmodels.core.session",
 }

@@ -10,8 +10,12 @@ The folder, by what each module holds (the same names mean the same thing in eve
 * ``mechanism``: the privacy mechanism: :func:`measure` draws the noisy values and records the
   ledger; :func:`run_mechanism` measures and post-processes
 * ``postprocessing``: what each named mechanism (:data:`MECHANISMS`) does with its noisy values
-* ``release``: the end-to-end private release from declared facts (:func:`release`)
-* ``commands``: the family's ``dpmodels`` commands (``release_command``: ``release pgsr``)
+* ``release``: the end-to-end private release from declared facts (:func:`release`), or its
+  measurement alone (:func:`measure_release`)
+* ``measurements``: noisy values to and from the measurement-file format (any tool's noise)
+* ``commands``: the family's ``dpmodels`` commands (``release_command``: ``release pgsr``;
+  ``measure_command``: ``measure pgsr`` and ``postprocess pgsr``)
+* ``transforms``: the cumulative and chain transforms of the size axis
 * ``algorithms/``: the exact and relaxed solvers the structure plugins run (table DP, windows, chain
   DP, PAVA, Algorithm 2, the relaxation, the TopDown baseline)
 * ``domains``: variable domains per cell, truncation and infeasibility proofs
@@ -61,6 +65,11 @@ _EXPORTS = {
     "release": "dpmodels.pgsr.release",
     "release_facts": "dpmodels.pgsr.release",
     "release_frame": "dpmodels.pgsr.release",
+    "measure_release": "dpmodels.pgsr.release",
+    # measurement files
+    "measurement_facts": "dpmodels.pgsr.measurements",
+    "measurement_set": "dpmodels.pgsr.measurements",
+    "noisy_from_measurements": "dpmodels.pgsr.measurements",
     # algorithms
     "solve_exact": "dpmodels.pgsr.algorithms",
     "solve_hierarchical": "dpmodels.pgsr.algorithms",

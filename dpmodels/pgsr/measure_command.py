@@ -85,7 +85,8 @@ def run_postprocess_command(args) -> int:
         raise DataValidationError("--mechanism", f"{mechanism} returned no solution ({result.status})")
     frame = release_frame(noisy.hierarchy, result.counts)
     with StagedOutputs(targets, force=args.force) as stage:
-        out = stage.write("--out", lambda p: frame.to_parquet(p) if is_parquet(p) else frame.to_csv(p, index=False))
+        parquet = is_parquet(targets["--out"])  # the staged file's name ends in .dpmodels-partial
+        out = stage.write("--out", lambda p: frame.to_parquet(p) if parquet else frame.to_csv(p, index=False))
         manifest = {
             "family": "pgsr",
             "step": "postprocess",

@@ -131,3 +131,14 @@ def test_opendp_noise_is_post_processed_from_the_command_line(tmp_path, data):
     assert int(np.abs(h.consistency_residual(counts)).sum()) == 0 and counts[0].sum() == data.G
     assert (counts >= 0).all()
     assert json.loads((tmp_path / "released.manifest.json").read_text())["noise_source"] == "OpenDP make_laplace"
+
+
+def test_a_release_ending_in_parquet_is_written_as_parquet(tmp_path):
+    case = pgsr_case(tmp_path)
+    seeded = ["--epsilon", "1", "--seed", "5", "--not-private", "-q"]
+    argv = [a for a in case.argv if a != str(case.outputs["--out"])][:-1]  # without --out FILE
+    assert cli.main([*argv, "--out", str(tmp_path / "r.csv"), *seeded]) == 0
+    assert cli.main([*argv, "--out", str(tmp_path / "rp.parquet"), *seeded]) == 0
+    as_csv = pd.read_csv(tmp_path / "r.csv", dtype={"region": str})
+    as_parquet = pd.read_parquet(tmp_path / "rp.parquet").astype({"region": str})
+    pd.testing.assert_frame_equal(as_parquet, as_csv, check_dtype=False)
