@@ -32,7 +32,7 @@ from dpmodels.core.session import PrivacySession
 
 from .data import BOUNDING_RULES, PublicKnowledge, Schema, TopDownData
 from .driver import TopDownResult, topdown
-from .mechanism import Strategy, default_strategy, level_unit_shares, measure, plan_measurement
+from .mechanism import Measurements, Strategy, default_strategy, level_unit_shares, measure, plan_measurement
 from .solve import NodeOptions
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "NEIGHBOURS",
     "PublicParts",
     "release",
+    "measure_release",
     "release_facts",
     "histogram_frame",
 ]
@@ -100,23 +101,36 @@ def release(
     noise
         Must be ``"geometric"`` (exact discrete Laplace); floating-point Laplace is refused.
     """
+    if options is not None and not isinstance(options, NodeOptions):
+        raise DataValidationError("options", f"must be a NodeOptions, got {type(options).__name__}")
+    with resolve_executor(executor) as pool:  # a bad executor is refused here, before the draw
+        measured, public = measure_release(session, epsilon, strategy, level_shares, noise)
+        return topdown(
+            measured, public.knowledge, public.schema, public.geography, options, executor=pool, progress=progress
+        )
+
+
+def measure_release(
+    session: PrivacySession, epsilon, strategy: Strategy | None = None, level_shares=None, noise: str = RELEASE_NOISE
+) -> tuple[Measurements, PublicParts]:
+    """Spend ``epsilon`` of ``session`` on the TopDown measurement alone: the noisy answers and the
+    public parts a post-processing takes.
+
+    :func:`release` is this followed by :func:`~dpmodels.topdown.driver.topdown`; run apart
+    (``dpmodels measure topdown``, then ``dpmodels postprocess topdown``) with the same
+    generator, the two steps give the same release.  The parameters are :func:`release`'s.
+    """
     if noise != RELEASE_NOISE:
         raise PrivacyParameterError(
             "noise",
             f"a release draws exact double-geometric noise ({RELEASE_NOISE!r}); {noise!r} is refused "
             "(floating-point Laplace leaks through its low bits: research comparisons only)",
         )
-    if options is not None and not isinstance(options, NodeOptions):
-        raise DataValidationError("options", f"must be a NodeOptions, got {type(options).__name__}")
     # The session charges before it runs the mechanism: everything public is checked first.  The
     # data are read for their declared parts only (geography, schema, the invariant root total).
     _check_before_charging(session._data, session.private, epsilon, strategy, level_shares)
-    with resolve_executor(executor) as pool:  # a bad executor is refused here, before the draw
-        mechanism = _measurement(strategy, level_shares, session.private)
-        measured, public = session.run("TopDown measurement", mechanism, epsilon)
-        return topdown(
-            measured, public.knowledge, public.schema, public.geography, options, executor=pool, progress=progress
-        )
+    mechanism = _measurement(strategy, level_shares, session.private)
+    return session.run("TopDown measurement", mechanism, epsilon)
 
 
 def _measurement(strategy: Strategy | None, level_shares, private: bool):
