@@ -32,6 +32,7 @@ from dpmodels.topdown.data import (
     microdata,
     pl94_schema,
 )
+from dpmodels.topdown.layouts import LAYOUTS, read_ppmf
 
 from .registry import register_generator
 
@@ -207,9 +208,13 @@ def records(data: TopDownData, leaf_counts: sp.spmatrix | None = None) -> pd.Dat
 
 
 def from_csv(
-    persons: str | Path, races: int = 63, total_level: str = "state", blocks: str | Path | None = None
+    persons: str | Path,
+    races: int = 63,
+    total_level: str = "state",
+    blocks: str | Path | None = None,
+    layout: str = "labels",
 ) -> TopDownData:
-    """Load person records (``geocode`` plus one column per PL94 attribute, value labels).
+    """Load person records (``geocode`` plus one column per PL94 attribute, value labels; or Census codes).
 
     The public knowledge is the population invariant down to ``total_level``, computed after
     the rules below; GQ facts, zeros and edits are not in the file.  Persons outside the
@@ -223,8 +228,9 @@ def from_csv(
     Parameters
     ----------
     persons
-        CSV of person records, one row per person: ``geocode`` (15-digit block geocode) and
-        ``hhgq``, ``votingage``, ``hispanic``, ``cenrace`` (value labels of :func:`pl94_schema`).
+        Person records, one row per person (a DataFrame, CSV or Parquet file): with ``layout="labels"``
+        ``geocode`` (15-digit block geocode) and ``hhgq``, ``votingage``, ``hispanic``, ``cenrace``
+        (value labels of :func:`pl94_schema`).
     races
         The cenrace categories of the schema (1..63): the declared domain of ``cenrace``.
     total_level
@@ -234,14 +240,23 @@ def from_csv(
         once.  Without it the geography is the set of blocks that have persons, which depends
         on the data: the result says so (``geography_declared=False``) and a private release
         refuses it.
+    layout
+        ``"labels"`` or ``"ppmf"``: the Census microdata codes (TABBLKST ... TABBLK, RTYPE, GQTYPE,
+        QAGE, CENHISP, CENRACE), read by :func:`dpmodels.topdown.layouts.read_ppmf`, whose codes
+        outside the domain are left out by the same rule and whose malformed codes are refused.
     """
     level = LEVELS.get(total_level)
     if level is None:
         raise DataValidationError("total_level", f"must be one of {list(LEVELS)}, got {total_level!r}")
     schema = pl94_schema(races)
-    frame = read_table(persons, ["geocode", *schema.names], nonblank=["geocode", *schema.names], field="persons")
     where = source_name(persons, "persons")
-    _check_geocodes(frame["geocode"], where)
+    if layout == "ppmf":
+        frame = read_ppmf(persons)  # the label layout, checked code by code
+    elif layout == "labels":
+        frame = read_table(persons, ["geocode", *schema.names], nonblank=["geocode", *schema.names], field="persons")
+        _check_geocodes(frame["geocode"], where)
+    else:
+        raise DataValidationError("layout", f"must be one of {list(LAYOUTS)}, got {layout!r}")
     geography = _geography(frame["geocode"], where) if blocks is None else _declared_geography(blocks)
     leaf_row = {geography.names[i]: k for k, i in enumerate(geography.leaves)}
     rows = frame["geocode"].map(leaf_row)
