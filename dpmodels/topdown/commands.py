@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 from dpmodels.core import options as std
-from dpmodels.core.commands import Command, Family, add_progress, positive_int
+from dpmodels.core.commands import Command, Family, HelpFormatter, add_progress, positive_int
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.options import Names, one_of
 from dpmodels.core.runner import Result, experiment
@@ -26,7 +26,7 @@ __all__ = ["FAMILY"]
 COMPARE_PRESET = "tiny"
 #: The outputs of ``release topdown`` and their help.
 RELEASE_OUTPUTS = {
-    "--out-microdata": "where to write the released microdata CSV (geocode + attributes, one row per person)",
+    "--out-microdata": "where to write the released microdata CSV (one row per person, in the columns of --layout)",
     "--out-histograms": "where to write the per-level histograms CSV (region, level, attributes, count; "
     "cells with count 0 are left out)",
 }
@@ -162,12 +162,43 @@ def _run_bench(args) -> Result:
 
 
 # ---------------------------------------------------------------------- release
-#: The geographic levels ``--total-level`` takes.
+#: The geographic levels ``--total-level`` takes, and the layouts of ``--persons``.
 LEVELS = Names("dpmodels.instances.topdown", "LEVELS")
+LAYOUTS = Names("dpmodels.topdown.layouts", "LAYOUTS")
+
+
+class _ValuesFormatter(HelpFormatter):
+    """The release's help: as everywhere, but a text of several lines (the table of values) is kept line by line."""
+
+    def _fill_text(self, text, width, indent):
+        text = str(text)
+        if "\n" not in text:
+            return super()._fill_text(text, width, indent)
+        return "".join(indent + line for line in text.splitlines(keepends=True))
+
+
+def _values_help() -> str:
+    from .layouts import values_help
+
+    return values_help()
 
 
 def _release_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--persons", required=True, help="person records: geocode (15 digits) + hhgq, votingage, ...")
+    p.formatter_class = _ValuesFormatter
+    p.epilog = std.LazyHelp(_values_help)  # built when --help is shown: the parser imports no pandas
+    p.add_argument(
+        "--persons",
+        required=True,
+        help="person records (CSV or Parquet), one row per person: geocode (15 digits) + hhgq, votingage, hispanic, "
+        "cenrace as value labels, or the Census codes with --layout ppmf (accepted values below)",
+    )
+    p.add_argument(
+        "--layout",
+        default="labels",
+        type=one_of(LAYOUTS, "layout"),
+        help="labels: geocode + value labels; ppmf: the Census microdata columns TABBLKST, TABBLKCOU, TABTRACTCE, "
+        "TABBLKGRPCE, TABBLK, RTYPE, GQTYPE, QAGE, CENHISP, CENRACE (the released microdata are written in them too)",
+    )
     p.add_argument("--races", type=positive_int, default=63, help="cenrace categories of the schema (1..63)")
     p.add_argument("--total-level", default="state", type=one_of(LEVELS, "level"), help="deepest invariant population")
     p.add_argument(
@@ -185,12 +216,15 @@ def _run_release(args) -> int:
     from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
     from dpmodels.instances.topdown import from_csv
 
+    from .layouts import write_ppmf
     from .release import histogram_frame, release, release_facts
 
     _require_blocks(args)
 
     def load():
-        data = from_csv(args.persons, races=args.races, total_level=args.total_level, blocks=args.blocks)
+        data = from_csv(
+            args.persons, races=args.races, total_level=args.total_level, blocks=args.blocks, layout=args.layout
+        )
         if args.blocks is None:
             logging.getLogger("dpmodels").warning(
                 "NOT private: the geography is the set of blocks in --persons (which blocks have "
@@ -200,13 +234,13 @@ def _run_release(args) -> int:
 
     def run(session, data, epsilon) -> ReleaseOutcome:
         result = release(session, epsilon, executor=args.executor, progress=not args.no_progress)
+        records = result.records(data.schema)
         frames = {
-            "--out-microdata": result.records(data.schema),
+            "--out-microdata": write_ppmf(records) if args.layout == "ppmf" else records,
             "--out-histograms": histogram_frame(data.schema, result),
         }
-        return ReleaseOutcome(
-            frames, release_facts(data), summary=_report_checks(result.checks), details={"checks": result.checks}
-        )
+        facts = _layout_facts(release_facts(data), args.layout)
+        return ReleaseOutcome(frames, facts, summary=_report_checks(result.checks), details={"checks": result.checks})
 
     spec = ReleaseSpec(
         "topdown",
@@ -217,6 +251,16 @@ def _run_release(args) -> int:
         name=Path(args.persons).stem,
     )
     return run_release(args, spec)
+
+
+def _layout_facts(facts, layout: str):
+    """The manifest's facts with the layout of the persons and the microdata declared (and the PPMF codes' rules)."""
+    from dataclasses import replace
+
+    from .layouts import PPMF_NOTE
+
+    notes = (*facts.notes, PPMF_NOTE) if layout == "ppmf" else facts.notes
+    return replace(facts, declared={**facts.declared, "layout": layout}, notes=notes)
 
 
 def _require_blocks(args) -> None:

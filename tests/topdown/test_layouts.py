@@ -5,6 +5,11 @@ levels, 01 = white ... 63 = all six), the label layout of the same persons (the 
 same seeded release byte for byte), and the released histograms (the PPMF microdata re-read).
 """
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -213,3 +218,74 @@ def test_persons_written_as_ppmf_read_back_as_the_same_cells(persons):
     assert list(written.columns) == list(PPMF_COLUMNS)
     assert read_ppmf(written).equals(frame)
     _same_data(from_csv(written, layout="ppmf"), from_csv(frame))
+
+
+# ---------------------------------------------------------------------- the command
+def start(folder: Path, persons: str, name: str, *extra) -> subprocess.Popen:
+    """``dpmodels release topdown`` on ``persons``: seed 3, not private, the outputs ``name``.csv/.hist.csv."""
+    command = [sys.executable, "-m", "dpmodels.cli", "release", "topdown", "--races", "7", "--persons"]
+    command += [str(folder / persons), "--blocks", str(folder / "blocks.csv"), "--epsilon", "1", "--seed", "3"]
+    command += ["--not-private", "--no-progress", "--out-microdata", str(folder / f"{name}.csv")]
+    command += ["--out-histograms", str(folder / f"{name}.hist.csv"), *extra]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def released(folder):
+    """The label file and the PPMF file released with the same seed, started together (two cores)."""
+    runs = {
+        "labels": start(folder, "persons.csv", "labels"),
+        "ppmf": start(folder, "persons-ppmf.csv", "ppmf", "--layout", "ppmf"),
+    }
+    for proc in runs.values():
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+    return folder
+
+
+def test_the_same_persons_in_either_layout_give_the_same_release(released):
+    assert (released / "labels.hist.csv").read_bytes() == (released / "ppmf.hist.csv").read_bytes()
+    labels = pd.read_csv(released / "labels.csv", dtype=str)
+    ppmf = pd.read_csv(released / "ppmf.csv", dtype=str)
+    assert list(ppmf.columns) == list(PPMF_COLUMNS)
+    assert read_ppmf(ppmf).equals(labels)  # the PPMF microdata are the label microdata, in codes
+
+
+def test_the_ppmf_microdata_re_read_give_the_released_histograms(released):
+    people = read_ppmf(released / "ppmf.csv")
+    hist = pd.read_csv(released / "ppmf.hist.csv", dtype={"region": str})
+    blocks = hist[hist.level == hist.level.max()].set_index(["region", *SCHEMA.names])["count"].sort_index()
+    again = people.groupby(["geocode", *SCHEMA.names]).size().sort_index()
+    assert np.array_equal(again.to_numpy(), blocks.to_numpy()) and list(again.index) == list(blocks.index)
+    assert set(people["votingage"]) <= set(QAGE_RANGES)
+    codes = pd.read_csv(released / "ppmf.csv", dtype=str)
+    assert set(codes["QAGE"]) <= {"17", "18"} and set(codes["GQTYPE"]) <= {
+        "000",
+        "101",
+        "201",
+        "301",
+        "401",
+        "501",
+        "601",
+        "701",
+    }
+
+
+def test_the_manifest_declares_the_layout(released):
+    ppmf = json.loads((released / "ppmf.manifest.json").read_text())
+    labels = json.loads((released / "labels.manifest.json").read_text())
+    assert ppmf["unprotected_quantities"]["declared_public_facts"]["layout"] == "ppmf"
+    assert labels["unprotected_quantities"]["declared_public_facts"]["layout"] == "labels"
+    assert any("QAGE 17" in note for note in ppmf["notes"]) and not any("QAGE" in n for n in labels["notes"])
+
+
+def test_help_lists_every_value_of_both_layouts(capsys):
+    from dpmodels.cli import main
+
+    assert main(["release", "topdown", "--help"]) == 0
+    text = capsys.readouterr().out
+    for a in SCHEMA.attributes:
+        assert all(f" {value} " in text for value in a.values), a.name
+    assert all(f"CENRACE {code}" in text for code in cenrace_codes())
+    assert "GQTYPE 701-706, 801-802, 900-904" in text and "QAGE 0-17" in text and "CENHISP 2" in text
+    assert main(["release", "topdown", "--layout", "mdf", "--persons", "p.csv"]) == 2
