@@ -93,6 +93,13 @@ class FacilityRelease:
     def R(self) -> tuple:
         return self.tree.R
 
+    def to_frame(self) -> pd.DataFrame:
+        """The published candidates, indexed by tree ``node`` (R's order): ``level`` and ``location``
+        (the distinct locations numbered in lexicographic order of their coordinates)."""
+        R = np.asarray(self.R, dtype=np.int64)
+        index = pd.Index(R, name="node")
+        return pd.DataFrame({"level": self.tree.tree.level[R], "location": self.facilities}, index=index)
+
     def as_dict(self) -> dict:
         return self.tree.as_dict() | {"scale": self.scale, "facilities": self.facilities.tolist()}
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from dpmodels.core.accounting import PrivacyLedger
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
@@ -105,6 +106,21 @@ class MDPRelease:
     name: str
     private: bool
     fallback: int = 0
+
+    def to_frame(self, users=None) -> pd.DataFrame:
+        """The released locations, one row per record: indexed by ``user`` (when the users are given,
+        in record order) or ``record``; ``released`` is the location's label when the domain has
+        labels, else its index.
+
+        Parameters
+        ----------
+        users : sequence of str, optional
+            The users, one per record (as :func:`dpmodels.instances.metricdp.records_from_csv` gives them).
+        """
+        labels = self.instance.info.get("labels")
+        released = [labels[i] for i in self.released] if labels else list(self.released)
+        index = pd.RangeIndex(len(released), name="record") if users is None else pd.Index(list(users), name="user")
+        return pd.DataFrame({"released": released}, index=index)
 
     def to_dict(self) -> dict:
         inst, graph = self.instance, self.instance.graph

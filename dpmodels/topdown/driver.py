@@ -30,7 +30,7 @@ from .node_data import ChildSpec, NodeProblem, WeightedQuery
 from .queries import is_identity, kron_query
 from .solve import NodeOptions, NodeSolution, solve_node
 
-__all__ = ["TopDownResult", "topdown", "run_topdown", "free_marginal", "node_problem"]
+__all__ = ["TopDownResult", "histogram_frame", "topdown", "run_topdown", "free_marginal", "node_problem"]
 
 
 @dataclass
@@ -64,6 +64,18 @@ class TopDownResult:
     def leaf_counts(self) -> sp.csr_matrix:
         return self.node_counts[self.geography.leaves]
 
+    def to_frame(self, schema: Schema) -> pd.DataFrame:
+        """The released histograms, indexed by ``region`` and the attributes: ``level`` and ``count``
+        of every nonzero cell (:func:`dpmodels.topdown.release.histogram_frame`, with its labels as
+        the index).
+
+        Parameters
+        ----------
+        schema : Schema
+            The histogram's attributes.
+        """
+        return histogram_frame(schema, self).set_index(["region", *schema.names])
+
     def records(self, schema: Schema) -> pd.DataFrame:
         """The released microdata: one row per person, leaf geocode plus attribute labels."""
         return microdata(schema, self.geography, self.leaf_counts)
@@ -79,6 +91,32 @@ class TopDownResult:
             out[method] = l1[l1.method == method].groupby("level")["node"].nunique()
         out["seconds"] = pd.Series(self.level_seconds)
         return out.fillna(0)
+
+
+def histogram_frame(schema: Schema, result: TopDownResult) -> pd.DataFrame:
+    """Released histograms of every region in long format: ``region, level, <attributes>, count``.
+
+    Cells with count 0 are left out (the schema has thousands of cells); ``level`` is 1 at
+    the root (the nation) and grows to the blocks.
+
+    Parameters
+    ----------
+    schema : Schema
+        The histogram's attributes.
+    result : TopDownResult
+        The release.
+    """
+    counts = sp.coo_matrix(result.node_counts)
+    keep = counts.data != 0
+    rows, cells, values = counts.row[keep], counts.col[keep], counts.data[keep]
+    order = np.lexsort((cells, rows))
+    rows, cells, values = rows[order], cells[order], values[order]
+    geo = result.geography
+    frame = schema.cells_frame().iloc[cells].reset_index(drop=True)
+    frame.insert(0, "region", np.asarray(geo.names)[rows])
+    frame.insert(1, "level", np.asarray(geo.level)[rows])
+    frame["count"] = values.astype(np.int64)
+    return frame
 
 
 def free_marginal(schema: Schema, knowledge: PublicKnowledge) -> sp.csr_matrix:

@@ -21,8 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
-import scipy.sparse as sp
 
 from dpmodels.core.errors import DataValidationError, PrivacyParameterError
 from dpmodels.core.executors import resolve_executor
@@ -31,7 +29,7 @@ from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.session import PrivacySession
 
 from .data import BOUNDING_RULES, PublicKnowledge, Schema, TopDownData
-from .driver import TopDownResult, topdown
+from .driver import TopDownResult, histogram_frame, topdown
 from .mechanism import Measurements, Strategy, default_strategy, level_unit_shares, measure, plan_measurement
 from .solve import NodeOptions
 
@@ -266,29 +264,3 @@ def _post_processing(options: NodeOptions) -> str:
         "failsafe relaxes the parent sums to the least distance. It reads only the noisy answers and the declared "
         "facts; microdata are the block histograms written out one row per person"
     )
-
-
-def histogram_frame(schema: Schema, result: TopDownResult) -> pd.DataFrame:
-    """Released histograms of every region in long format: ``region, level, <attributes>, count``.
-
-    Cells with count 0 are left out (the schema has thousands of cells); ``level`` is 1 at
-    the root (the nation) and grows to the blocks.
-
-    Parameters
-    ----------
-    schema : Schema
-        The histogram's attributes.
-    result : TopDownResult
-        The release.
-    """
-    counts = sp.coo_matrix(result.node_counts)
-    keep = counts.data != 0
-    rows, cells, values = counts.row[keep], counts.col[keep], counts.data[keep]
-    order = np.lexsort((cells, rows))
-    rows, cells, values = rows[order], cells[order], values[order]
-    geo = result.geography
-    frame = schema.cells_frame().iloc[cells].reset_index(drop=True)
-    frame.insert(0, "region", np.asarray(geo.names)[rows])
-    frame.insert(1, "level", np.asarray(geo.level)[rows])
-    frame["count"] = values.astype(np.int64)
-    return frame
