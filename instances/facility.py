@@ -45,6 +45,7 @@ __all__ = [
     "star_draw_counts",
     "from_files",
     "from_csv",
+    "from_frame",
 ]
 
 EXAMPLE_A_PARENT = [-1, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6]
@@ -394,3 +395,15 @@ def _example_lb9():
     from dpmodels.facility.models import build_lb9_lp
 
     return build_lb9_lp(example_a())
+
+
+def from_frame(points, f: float = 1.0, count_column: str = "count", name: str | None = None) -> UFLInstance:
+    """:func:`from_csv` for a table in memory: ``points`` may be a pandas DataFrame (or a
+    ``.csv``/``.parquet`` path) with the coordinate columns and ``count_column``.
+
+    Parameters
+    ----------
+    points, f, count_column, name
+        As in :func:`from_csv`.
+    """
+    return from_csv(points, f=f, count_column=count_column, name=name)

@@ -30,6 +30,7 @@ __all__ = [
     "random_tree",
     "read_hierarchy",
     "from_csv",
+    "from_frame",
     "TAXI_BOROUGHS",
 ]
 
@@ -380,3 +381,19 @@ def _example_node_subproblem():
     from dpmodels.pgsr.models import build_node_subproblem
 
     return build_node_subproblem([0, 1], [np.array([4.0, 1.0, 0.0, 1.0]), np.array([1.0, 0.0, 2.0])], target=3)
+
+
+def from_frame(hierarchy, counts=None, records=None, **declared) -> GroupSizeData:
+    """:func:`from_csv` for tables in memory: each of ``hierarchy``, ``counts`` and ``records`` may
+    be a pandas DataFrame (or a ``.csv``/``.parquet`` path), read by its column labels and, for
+    labels held in the index (``region`` as the index), by the index.
+
+    Parameters
+    ----------
+    hierarchy, counts, records
+        As in :func:`from_csv`.
+    **declared
+        ``N``, ``overflow``, ``name``, ``z_max``, as in :func:`from_csv`.
+    """
+    tree = hierarchy if isinstance(hierarchy, Hierarchy) else read_hierarchy(hierarchy)
+    return from_csv(tree, counts=counts, records=records, **declared)

@@ -28,7 +28,7 @@ from dpmodels.submodular.data import SubmodularInstance
 from dpmodels.submodular.matroids import PartitionMatroid, UniformMatroid
 from dpmodels.submodular.objectives import WeightedCoverage
 
-__all__ = ["from_csv"]
+__all__ = ["from_csv", "from_frame"]
 
 
 def from_csv(
@@ -176,3 +176,17 @@ def _user_weights(path, max_weight) -> dict[str, float]:
             str(path), f"column 'weight' needs finite numbers; data row {int(bad[0]) + 1} is not one"
         )
     return dict(zip(names, np.clip(values, 0.0, bound).tolist(), strict=True))
+
+
+def from_frame(coverage, **declared) -> SubmodularInstance:
+    """:func:`from_csv` for tables in memory: ``coverage`` and the declared ``elements``,
+    ``partition`` or ``weights`` may be pandas DataFrames (or ``.csv``/``.parquet`` paths).
+
+    Parameters
+    ----------
+    coverage
+        The ``element,user`` table, as in :func:`from_csv`.
+    **declared
+        The other parameters of :func:`from_csv`.
+    """
+    return from_csv(coverage, **declared)

@@ -102,3 +102,27 @@ def test_labels_that_differ_from_the_declared_ones_are_refused_by_name(example, 
 
 def test_an_array_keeps_meaning_rows_in_the_declared_order(example):
     assert (GroupSizeData(example.hierarchy, example.counts).counts == example.counts).all()
+
+
+def test_a_table_in_memory_reads_as_its_file(tmp_path):
+    """``from_frame`` (a DataFrame, rows shuffled, labels in the index) gives what ``from_csv`` gives."""
+    from dpmodels.instances import facility, pgsr, submodular_csv
+
+    cases = {
+        name: CASES[name](tmp_path / name)
+        for name in ("pgsr", "facility", "submodular")
+        if (tmp_path / name).mkdir() is None
+    }
+    frame = lambda path: pd.read_csv(path, dtype=str, keep_default_na=False).sample(frac=1, random_state=1)  # noqa: E731
+    p = cases["pgsr"].inputs
+    hierarchy = frame(p["--hierarchy"]).set_index("region")  # labels in the index count as a column
+    from_file = pgsr.from_csv(p["--hierarchy"], records=p["--records"], N=4)
+    in_memory = pgsr.from_frame(hierarchy, records=frame(p["--records"]), N=4)
+    assert np.array_equal(in_memory.counts, from_file.counts) and in_memory.hierarchy.names == from_file.hierarchy.names
+    points = cases["facility"].inputs["--points"]
+    assert np.array_equal(facility.from_frame(frame(points)).N, facility.from_csv(points).N)
+    s = cases["submodular"].inputs
+    declared = {"rank": 2, "n_users": 12}
+    ours = submodular_csv.from_frame(frame(s["--coverage"]), elements=frame(s["--elements"]), **declared)
+    theirs = submodular_csv.from_csv(s["--coverage"], elements=s["--elements"], **declared)
+    assert ours.labels == theirs.labels and ours.function(list(range(3))) == theirs.function(list(range(3)))
