@@ -108,11 +108,10 @@ def test_a_table_in_memory_reads_as_its_file(tmp_path):
     """``from_frame`` (a DataFrame, rows shuffled, labels in the index) gives what ``from_csv`` gives."""
     from dpmodels.instances import facility, pgsr, submodular_csv
 
-    cases = {
-        name: CASES[name](tmp_path / name)
-        for name in ("pgsr", "facility", "submodular")
-        if (tmp_path / name).mkdir() is None
-    }
+    cases = {}
+    for name in ("pgsr", "facility", "submodular"):
+        (tmp_path / name).mkdir()
+        cases[name] = CASES[name](tmp_path / name)
     frame = lambda path: pd.read_csv(path, dtype=str, keep_default_na=False).sample(frac=1, random_state=1)  # noqa: E731
     p = cases["pgsr"].inputs
     hierarchy = frame(p["--hierarchy"]).set_index("region")  # labels in the index count as a column
