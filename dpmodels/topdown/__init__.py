@@ -6,6 +6,8 @@ The folder, by what each module holds (the same names mean the same thing in eve
 ``data``               the validated inputs: :class:`TopDownData` (the person histograms, the
                        sensitive truth) with its :class:`Schema` and geography, and the public
                        declarations (``knowledge``: :class:`PublicKnowledge`, edits, GQ flows)
+``layouts``            the layouts of person records: value labels, or the Census microdata codes
+                       (PPMF: :func:`read_ppmf`, :func:`write_ppmf`)
 ``models``             the Pyomo builders ``build_*`` of a node solve (the L2 fit, the L1 rounding;
                        ``failsafe_models``: the failsafe's phases), registered; ``model_blocks``:
                        the blocks they share
@@ -45,6 +47,8 @@ _EXPORTS = {
     "microdata": "dpmodels.topdown.data",
     "parse_geocode": "dpmodels.topdown.data",
     "geography_from_geocodes": "dpmodels.topdown.data",
+    "read_ppmf": "dpmodels.topdown.layouts",
+    "write_ppmf": "dpmodels.topdown.layouts",
     "PublicKnowledge": "dpmodels.topdown.knowledge",
     "Edit": "dpmodels.topdown.knowledge",
     "FlowData": "dpmodels.topdown.knowledge",

@@ -26,9 +26,11 @@ from dpmodels.topdown.layouts import (
     QAGE_RANGES,
     cenrace_codes,
     read_ppmf,
+    values_markdown,
     write_ppmf,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 #: The 63 CENRACE codes in order, each by its races' initials: W White, B Black, I AIAN, A Asian,
 #: N NHPI, O Some Other Race (the Census list: alone, then 2..6 races, each in the order W B I A N O).
 CENSUS_ORDER = (
@@ -94,6 +96,11 @@ def test_the_other_codes_are_the_schema_values_by_name():
     firsts = {codes[0][0] for label, codes in GQTYPE_CODES.items() if label != "household"}
     assert firsts == set("1234567")  # the groups of GQTYPE_PL 1..7, by the first digit
     assert {c[0] for c in GQTYPE_CODES["other noninstitutional"]} == set("789")
+
+
+def test_the_docs_table_is_the_code():
+    page = (ROOT / "docs" / "families" / "topdown.md").read_text()
+    assert "## Input layouts" in page and values_markdown() in page
 
 
 # ---------------------------------------------------------------------- reading
