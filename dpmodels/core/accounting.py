@@ -2,15 +2,21 @@
 
 :class:`PrivacyLedger` records every step of a mechanism: a noisy measurement with its
 sensitivity, epsilon and noise scale (:meth:`PrivacyLedger.record`: PGSR, TopDown, facility
-location), or a step of known privacy cost such as one exponential mechanism
-(:meth:`PrivacyLedger.charge`: the submodular algorithms).  Steps of one ``group`` touch
-disjoint parts of the data and compose in parallel (the group costs its largest epsilon and
-delta); groups compose sequentially.  Totals: basic composition in exact arithmetic, and the
+location), a zCDP measurement with its squared L2 sensitivity, rho and variance
+(:meth:`PrivacyLedger.record_gaussian`: the discrete Gaussian), or a step of known privacy cost
+such as one exponential mechanism (:meth:`PrivacyLedger.charge`: the submodular algorithms).
+Steps of one ``group`` touch disjoint parts of the data and compose in parallel (the group costs
+its largest epsilon and delta, or rho); groups compose sequentially.  Totals: basic composition in exact arithmetic
+(:attr:`PrivacyLedger.total_rho` adds the groups' rhos, a pure step costing ``eps^2 / 2``), and the
 corrected advanced compositions (A8 of the submodular spec) for long sequences: zCDP
 (Bun-Steinke, ``rho = sum eps_g^2 / 2``, ``eps = rho + 2 sqrt(rho ln(1/delta'))``) and
 Dwork-Rothblum-Vadhan (``eps0 sqrt(2k ln(1/delta')) + k eps0 (e^eps0 - 1)``); :meth:`total`
-reports the smallest valid bound.  A private ledger refuses components that read the data
-without noise (:meth:`require_private`), and it records where the randomness came from.
+reports the smallest valid bound (with zCDP steps also Canonne-Kamath-Steinke's conversion of
+the total rho, :func:`dpmodels.core.zcdp.epsilon_of_rho`).  A zCDP step has no pure-DP epsilon:
+its ``epsilon`` is ``inf``, so :attr:`PrivacyLedger.total_epsilon` of a ledger holding one is
+``inf`` and its guarantee is read in rho (or in ``(eps, delta)`` through :meth:`PrivacyLedger.total`).
+A private ledger refuses components that read the data without noise (:meth:`require_private`),
+and it records where the randomness came from.
 """
 
 from __future__ import annotations
@@ -23,10 +29,10 @@ from fractions import Fraction
 import pandas as pd
 
 from .errors import PrivacyParameterError
-from .noise import as_epsilon, check_noise_range, exact
+from .noise import as_epsilon, check_gaussian_range, check_noise_range, exact
 from .randomness import SECURE_SOURCE, describe
 from .samplers import exact_fraction
-from .zcdp import bun_steinke_epsilon, drv_epsilon, rho_of_epsilon
+from .zcdp import bun_steinke_epsilon, drv_epsilon, epsilon_of_rho, rho_of_epsilon
 
 __all__ = ["split_budget", "Measurement", "PrivacyLedger", "NonPrivateComponentError", "check_epsilon", "step_epsilon"]
 
@@ -75,8 +81,10 @@ def split_budget(epsilon, parts: int | Sequence) -> list[Fraction]:
 
 @dataclass(frozen=True)
 class Measurement:
-    """One step: a noisy query with ``scale = sensitivity / epsilon`` on ``count`` cells, or
-    (``sensitivity`` and ``scale`` None) a step of known cost such as an exponential mechanism."""
+    """One step: a noisy query with ``scale = sensitivity / epsilon`` on ``count`` cells, a zCDP
+    query (``rho`` set, ``epsilon = inf``) with ``scale = sigma^2 = sensitivity / (2 rho)`` for its
+    squared L2 ``sensitivity``, or (``sensitivity`` and ``scale`` None) a step of known cost such as
+    an exponential mechanism."""
 
     query: str
     group: str
@@ -86,9 +94,16 @@ class Measurement:
     noise: str
     count: int = 1
     delta: Fraction = Fraction(0)
+    rho: Fraction | None = None
 
     def __post_init__(self):
-        if self.scale is not None and self.scale != self.sensitivity / self.epsilon:
+        if self.rho is not None:
+            if self.scale != self.sensitivity / (2 * self.rho) or not math.isinf(self.epsilon) or self.delta:
+                expected = self.sensitivity / (2 * self.rho)
+                raise PrivacyParameterError(
+                    "scale", f"{self.scale} != sensitivity/(2 rho) = {expected} (eps inf, delta 0) for {self.query}"
+                )
+        elif self.scale is not None and self.scale != self.sensitivity / self.epsilon:
             raise PrivacyParameterError(
                 "scale", f"{self.scale} != sensitivity/epsilon = {self.sensitivity / self.epsilon} for {self.query}"
             )
@@ -99,6 +114,14 @@ class Measurement:
 
     def exact(self) -> tuple[Fraction | float, Fraction]:
         return self.epsilon, self.delta
+
+    @property
+    def zcdp_rho(self) -> Fraction | float:
+        """The step's zCDP rho: its own, or ``eps^2 / 2`` for a pure step (Bun-Steinke, Prop. 1.4; the
+        delta of an approximate step is added apart, as approximate zCDP); ``inf`` for ``eps = inf``."""
+        if self.rho is not None:
+            return self.rho
+        return math.inf if math.isinf(self.epsilon) else rho_of_epsilon(self.epsilon)
 
 
 @dataclass
@@ -134,6 +157,27 @@ class PrivacyLedger:
                 f"{float(eps):.6g} for {query!r} is refused: noise scale {err.problem}",
             ) from err
         m = Measurement(query, group, sens, eps, scale, noise, count)
+        self.entries.append(m)
+        return m.scale
+
+    def record_gaussian(self, query: str, group: str, sensitivity, rho, noise: str, count: int = 1) -> Fraction:
+        """Record a zCDP measurement and return its variance ``sigma^2 = sensitivity / (2 rho)``, exact.
+
+        ``sensitivity`` is the query's *squared* L2 sensitivity ``Delta_2^2``: the discrete Gaussian
+        at ``sigma^2`` is then ``Delta_2^2 / (2 sigma^2) = rho``-zCDP (Canonne, Kamath and Steinke
+        2020).  A variance whose draws could leave the exact integer range is refused; mechanisms
+        record before they draw, so a refused measurement never draws noise.
+        """
+        sens = exact(sensitivity, "sensitivity")
+        if sens <= 0:
+            raise PrivacyParameterError("sensitivity", f"must be > 0, got {sensitivity!r}")
+        r = as_epsilon(rho, "rho")
+        sigma2 = sens / (2 * r)
+        try:
+            check_gaussian_range(sigma2)
+        except PrivacyParameterError as err:
+            raise PrivacyParameterError("rho", f"{float(r):.6g} for {query!r} is refused: it {err.problem}") from err
+        m = Measurement(query, group, sens, math.inf, sigma2, noise, count, Fraction(0), r)
         self.entries.append(m)
         return m.scale
 
@@ -184,6 +228,23 @@ class PrivacyLedger:
     def group_epsilons(self) -> dict[str, Fraction | float]:
         return {g: eps for g, (eps, _) in self.groups().items()}
 
+    def group_rhos(self) -> dict[str, Fraction | float]:
+        """``group -> rho``: the largest zCDP rho over the group's parallel steps (:attr:`Measurement.zcdp_rho`)."""
+        out: dict[str, Fraction | float] = {}
+        for m in self.entries:
+            out[m.group] = max(out.get(m.group, Fraction(0)), m.zcdp_rho)
+        return out
+
+    @property
+    def is_zcdp(self) -> bool:
+        """Whether a step is a zCDP measurement (then the ledger's guarantee is read in rho)."""
+        return any(m.rho is not None for m in self.entries)
+
+    @property
+    def total_rho(self) -> Fraction | float:
+        """The zCDP rho of the whole ledger: the groups' rhos add (sequential composition), exactly."""
+        return sum(self.group_rhos().values(), Fraction(0))
+
     @property
     def steps(self) -> int:
         """Sequentially composed steps (groups)."""
@@ -211,11 +272,15 @@ class PrivacyLedger:
 
         The epsilon is an exact upper bound (:func:`dpmodels.core.zcdp.bun_steinke_epsilon`, rounded up)."""
         d_prime = _check_delta_prime(delta_prime)
-        groups = self.groups().values()
-        if any(math.isinf(e) for e, _ in groups):
-            return math.inf, d_prime + sum((d for _, d in groups), Fraction(0))
-        rho = sum((rho_of_epsilon(e) for e, _ in groups), Fraction(0))
-        return bun_steinke_epsilon(rho, d_prime), d_prime + sum((d for _, d in groups), Fraction(0))
+        rho, delta = self.total_rho, d_prime + self.total_delta
+        return (math.inf if math.isinf(rho) else bun_steinke_epsilon(rho, d_prime)), delta
+
+    def cks(self, delta_prime) -> tuple[Fraction | float, Fraction]:
+        """Canonne-Kamath-Steinke: ``rho``-zCDP is ``(eps, d')``-DP with the eps of
+        :func:`dpmodels.core.zcdp.epsilon_of_rho` (rounded up), tighter than Bun-Steinke."""
+        d_prime = _check_delta_prime(delta_prime)
+        rho, delta = self.total_rho, d_prime + self.total_delta
+        return (math.inf if math.isinf(rho) else epsilon_of_rho(rho, d_prime)), delta
 
     def drv(self, delta_prime) -> tuple[Fraction, Fraction]:
         """Dwork-Rothblum-Vadhan with ``eps0 = max eps_g``: ``eps0 sqrt(2k ln 1/d') + k eps0 (e^eps0 - 1)``,
@@ -235,13 +300,15 @@ class PrivacyLedger:
         bounds = [self.basic_exact()]
         if delta_prime is not None:
             bounds += [self.zcdp(delta_prime), self.drv(delta_prime)]
+            if self.is_zcdp:
+                bounds.append(self.cks(delta_prime))
         eps, delta = min(bounds, key=lambda b: (b[0], b[1]))
         return float(eps), float(delta)
 
     def summary(self, delta_prime: float | None = None) -> dict:
         eps, delta = self.total(delta_prime)
         basic = self.basic()
-        return {
+        out = {
             "steps": self.steps,
             "basic_epsilon": basic[0],
             "basic_delta": basic[1],
@@ -250,17 +317,26 @@ class PrivacyLedger:
             "diagnostics": list(self.diagnostics),
             "randomness": self.randomness,
         }
+        if self.is_zcdp:
+            out["rho"] = float(self.total_rho)
+        return out
 
     def to_records(self) -> list[dict]:
         """Every step as a dict, its sensitivity, epsilon, delta and scale as exact fractions (text) and
-        floats: the per-query, per-level budget of a release's ledger and manifest."""
+        floats: the per-query, per-level budget of a release's ledger and manifest.  A zCDP step adds its
+        ``rho`` and says that its sensitivity is the squared L2 one and its scale ``sigma^2``; its epsilon is
+        null (it has no pure-DP epsilon)."""
         rows = []
         for m in self.entries:
             row = {"query": m.query, "group": m.group, "noise": m.noise, "cells": m.count}
-            for name in ("sensitivity", "epsilon", "delta", "scale"):
+            for name in ("sensitivity", "epsilon", "delta", "scale") + (("rho",) if m.rho is not None else ()):
                 value = getattr(m, name)
                 row[name] = None if value is None else float(value)
                 row[f"{name}_exact"] = None if value is None else str(value)
+            if m.rho is not None:  # no pure-DP epsilon (JSON has no inf): null, the guarantee is the rho
+                row["epsilon"] = row["epsilon_exact"] = None
+                row["sensitivity_norm"] = "squared L2"
+                row["scale_is"] = "sigma^2 (the discrete Gaussian's variance parameter)"
             rows.append(row)
         return rows
 

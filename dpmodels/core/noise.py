@@ -1,4 +1,5 @@
-"""Noise mechanisms: the double-geometric (discrete Laplace) and Laplace distributions.
+"""Noise mechanisms: the double-geometric (discrete Laplace) and Laplace distributions, and noisy
+integers under the exact discrete Gaussian (:func:`noisy_gaussian_integers`, :mod:`dpmodels.core.gaussian`).
 
 ``double_geometric`` is the exact sampler of :mod:`dpmodels.core.samplers` (integer
 arithmetic on raw random words; a scale it cannot represent exactly is refused).  The
@@ -26,6 +27,7 @@ from numbers import Real
 import numpy as np
 
 from .errors import PrivacyParameterError
+from .gaussian import discrete_gaussian
 from .randomness import make_rng
 from .samplers import discrete_laplace
 
@@ -38,6 +40,8 @@ __all__ = [
     "double_geometric",
     "noisy_integers",
     "check_noise_range",
+    "check_gaussian_range",
+    "noisy_gaussian_integers",
     "NOISE_BOUND",
     "EXACT_RANGE",
     "double_geometric_pmf",
@@ -183,6 +187,13 @@ def noisy_integers(truth, scale, rng=None) -> np.ndarray:
     to float64 later is exact too.
     """
     lam = check_noise_range(scale)
+    values = _integer_truth(truth)
+    values += discrete_laplace(lam, values.shape, make_rng(rng))
+    return values
+
+
+def _integer_truth(truth) -> np.ndarray:
+    """A copy of ``truth`` as int64, refused unless every value is an integer below ``2^52`` in magnitude."""
     values = np.asarray(truth)
     if values.size and not np.issubdtype(values.dtype, np.integer):
         as_int = values.astype(np.int64)
@@ -192,7 +203,41 @@ def noisy_integers(truth, scale, rng=None) -> np.ndarray:
     values = values.astype(np.int64, copy=True)
     if values.size and int(np.abs(values).max()) >= EXACT_RANGE // 2:
         raise PrivacyParameterError("truth", "a true value of magnitude >= 2^52 is outside the exact range")
-    values += discrete_laplace(lam, values.shape, make_rng(rng))
+    return values
+
+
+def check_gaussian_range(sigma2, field: str = "rho") -> Fraction:
+    """``sigma2`` (exact) if every discrete Gaussian draw at it keeps a noisy count exact, else refuse naming ``field``.
+
+    The sampler keeps draws of a discrete Laplace of scale ``t = floor(sigma) + 1``, each below
+    ``NOISE_BOUND * t`` in magnitude (:mod:`dpmodels.core.gaussian`); ``NOISE_BOUND * t <= 2^52``
+    keeps a true count below ``2^52`` plus its noise inside :data:`EXACT_RANGE`, as for
+    :func:`check_noise_range` (``sigma2`` below about ``2.8e26``).
+    """
+    var = exact(sigma2, "sigma2")
+    if var <= 0:
+        raise PrivacyParameterError("sigma2", f"must be > 0, got {sigma2!r}")
+    t = math.isqrt(var.numerator * var.denominator) // var.denominator + 1
+    if NOISE_BOUND * t > EXACT_RANGE // 2:
+        raise PrivacyParameterError(
+            field,
+            f"gives sigma^2 = {float(var):.6g}, whose draws can reach {float(NOISE_BOUND * t):.3g}, beyond the exact "
+            f"integer range 2^52 ~ {float(EXACT_RANGE // 2):.3g} of a noisy count (the sum would be rounded and "
+            "could reveal the true count): pick a larger rho",
+        )
+    return var
+
+
+def noisy_gaussian_integers(truth, sigma2, rng=None) -> np.ndarray:
+    """``truth + Z`` in int64 arithmetic, ``Z`` exact discrete Gaussian noise at variance parameter ``sigma2``.
+
+    ``truth`` must hold integers of magnitude below ``2^52`` and ``sigma2`` must pass
+    :func:`check_gaussian_range`; both are checked before anything is drawn.  The draws are
+    :func:`dpmodels.core.gaussian.discrete_gaussian` (Canonne, Kamath and Steinke 2020, Alg. 3).
+    """
+    var = check_gaussian_range(sigma2)
+    values = _integer_truth(truth)
+    values += discrete_gaussian(var, values.shape, make_rng(rng))
     return values
 
 

@@ -27,6 +27,7 @@ those totals.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +39,7 @@ from .budget import BudgetDatabase, BudgetExceededError, BudgetRequest
 from .errors import PrivacyParameterError
 from .noise import as_epsilon, exact
 from .randomness import describe, is_secure, release_rng
+from .zcdp import rho_of_epsilon
 
 __all__ = ["BudgetExceededError", "SessionCharge", "PrivacySession", "ledger_spend"]
 
@@ -76,10 +78,22 @@ class SessionCharge:
         }
 
 
-def ledger_spend(ledger) -> tuple[Fraction, Fraction, list]:
-    """``(epsilon, delta, rows)`` of a mechanism's ledger: a core ``PrivacyLedger`` or anything with
-    ``total_epsilon`` (and optionally ``total_delta`` and ``to_records`` or ``to_frame``)."""
-    eps = exact(ledger.total_epsilon, "ledger.total_epsilon")
+def ledger_spend(ledger, unit: str = "epsilon") -> tuple[Fraction, Fraction, list]:
+    """``(amount, delta, rows)`` of a mechanism's ledger in ``unit``: a core ``PrivacyLedger`` or anything
+    with ``total_epsilon`` (and optionally ``total_rho``, ``total_delta`` and ``to_records`` or ``to_frame``).
+
+    In ``"rho"`` the amount is the ledger's ``total_rho`` (zCDP steps add their rho, a pure step
+    ``eps^2/2``), or ``eps^2/2`` of a pure ledger without one; ``inf`` (no such bound) is refused as
+    an overspend by :meth:`PrivacySession.run`.  In the other units it is ``total_epsilon``.
+    """
+    if unit == "rho":
+        total = getattr(ledger, "total_rho", None)
+        if total is None:
+            total = rho_of_epsilon(exact(ledger.total_epsilon, "ledger.total_epsilon"))
+        eps = math.inf if isinstance(total, float) and math.isinf(total) else exact(total, "ledger.total_rho")
+    else:
+        total = ledger.total_epsilon
+        eps = math.inf if isinstance(total, float) and math.isinf(total) else exact(total, "ledger.total_epsilon")
     delta = getattr(ledger, "total_delta", 0) or 0
     delta = exact(delta, "ledger.total_delta") if delta else Fraction(0)
     if hasattr(ledger, "to_records"):
@@ -321,11 +335,18 @@ class PrivacySession:
 
     def _settle(self, charge: SessionCharge, request: BudgetRequest, ledger) -> None:
         """Check the mechanism's ledger against the charge; an overspend is charged and withheld."""
-        spent_eps, spent_delta, rows = ledger_spend(ledger)
+        spent_eps, spent_delta, rows = ledger_spend(ledger, request.unit)
         charge.measurements = rows
         if spent_eps <= request.amount and spent_delta <= request.delta:
             charge.status = "done"
             return
+        if math.isinf(spent_eps):  # no bound in the request's unit (a zCDP ledger on an epsilon request)
+            charge.status = "withheld"
+            raise PrivacyParameterError(
+                "mechanism",
+                f"{charge.label!r} has no {request.unit} bound (its ledger's {request.unit} is inf) but was granted "
+                f"{request.unit} {float(request.amount):g}; its output is withheld",
+            )
         excess = BudgetRequest(request.unit, max(spent_eps - request.amount, 0), max(spent_delta - request.delta, 0))
         with self._lock:
             self._budget.charge(f"{charge.label} (overspent)", excess, force=True)
@@ -333,8 +354,9 @@ class PrivacySession:
         charge.status = "withheld"
         raise PrivacyParameterError(
             "mechanism",
-            f"{charge.label!r} spent ({float(spent_eps):g}, {float(spent_delta):g}) but was granted "
-            f"({float(request.amount):g}, {float(request.delta):g}); its output is withheld and the spend is charged",
+            f"{charge.label!r} spent {request.unit} {float(spent_eps):g} (delta {float(spent_delta):g}) but was "
+            f"granted {float(request.amount):g} (delta {float(request.delta):g}); its output is withheld and the "
+            "spend is charged",
         )
 
     # ------------------------------------------------------------------ export

@@ -1,4 +1,4 @@
-"""L1 sensitivities of the PGSR measurements, and the public bound ``z_max`` they rest on.
+"""L1 and squared L2 sensitivities of the PGSR measurements, and the public bound ``z_max`` they rest on.
 
 **Neighbour relation** (spec 2.1 and erratum A1, with the paper's ``z in {0, 1}``
 generalised to a declared public bound ``z in {0, ..., z_max}``): ``D`` and ``D'`` differ
@@ -16,8 +16,16 @@ unit lies in exactly one region ``r_j`` (regions of a level are disjoint), so:
   sits at position ``(k - 1)|R_l| + j``, and the running sum gains 1 on every position from
   ``(clip(s-z), j)`` up to just before ``(clip(s), j)``: ``m |R_l| <= |R_l| z_max`` (A2).
 
-All three are reached when ``N > z_max`` (a unit of size ``z_max + 1`` losing a person with
-``z = z_max``); ``tests/pgsr/test_privacy.py`` checks every removal by brute force.
+**Squared L2 sensitivities** (for the discrete Gaussian under zCDP, whose cost is
+``rho = Delta_2^2 / (2 sigma^2)``): in all three cases every coordinate of the difference is 0
+or +-1 (two cells of the counts, a run of ``m`` cumulative cells, a run of ``m |R_l|`` chain
+positions), so ``||f(D) - f(D')||_2^2 = ||f(D) - f(D')||_1`` and the squared L2 sensitivity is
+the L1 one: **2** for counts (``L2 = sqrt 2``), **z_max** for cumulative, **|R_l| z_max** for the
+chain (:func:`level_l2_sensitivity`, exact integers).
+
+All of them are reached when ``N > z_max`` (a unit of size ``z_max + 1`` losing a person with
+``z = z_max``); ``tests/pgsr/test_privacy.py`` checks every removal by brute force (L1), and
+``tests/pgsr/test_zcdp_mechanism.py`` every neighbouring pair of tiny datasets (squared L2).
 
 **The bounding rules keep these sensitivities** (:mod:`dpmodels.pgsr.bounding`).  Each rule is
 a fixed function of one record or of one unit, applied to ``D`` and ``D'`` alike, and depends on
@@ -54,7 +62,7 @@ import numbers
 
 from dpmodels.core.errors import DataValidationError
 
-__all__ = ["NEIGHBOURS", "level_sensitivity", "validate_z_max"]
+__all__ = ["NEIGHBOURS", "level_sensitivity", "level_l2_sensitivity", "validate_z_max"]
 
 #: The neighbour relation the ledgers' epsilons refer to (recorded with each noisy release).
 NEIGHBOURS = "add or remove one record with quantity <= z_max in a unit that stays non-empty (G fixed)"
@@ -81,4 +89,20 @@ def level_sensitivity(kind: str, n_regions: int, z_max: int = 1) -> int:
         return z_max
     if kind == "chain":
         return int(n_regions) * z_max
+    raise DataValidationError("kind", f"must be 'counts', 'cumulative' or 'chain', got {kind!r}")
+
+
+def level_l2_sensitivity(kind: str, n_regions: int, z_max: int = 1) -> int:
+    """Squared L2 sensitivity ``Delta_2^2`` of one level's measured vector under the relation above.
+
+    Exact: 2 (counts), ``z_max`` (cumulative), ``|R_l| z_max`` (chain); see the module docstring.
+    The discrete Gaussian at ``sigma^2`` on this vector is ``Delta_2^2 / (2 sigma^2)``-zCDP.
+    """
+    z_max = validate_z_max(z_max)
+    if kind == "counts":
+        return 1 + 1  # two cells, by 1 each
+    if kind == "cumulative":
+        return z_max  # m <= z_max consecutive cells, by 1 each
+    if kind == "chain":
+        return int(n_regions) * z_max  # m |R_l| <= |R_l| z_max consecutive positions, by 1 each
     raise DataValidationError("kind", f"must be 'counts', 'cumulative' or 'chain', got {kind!r}")
