@@ -78,13 +78,20 @@ def _git_commit() -> str | None:
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
-def privacy_parameters(unit: str, amount: Fraction, delta: Fraction) -> dict:
-    """The budget of a release in its unit, exactly, with the equivalents a reviewer asks for."""
+def privacy_parameters(unit: str, amount: Fraction, delta: Fraction, declared_delta: str | None = None) -> dict:
+    """The budget of a release in its unit, exactly, with the equivalents a reviewer asks for: a rho's
+    epsilon (rounded up) at :data:`REPORTED_DELTAS` and at the ``declared_delta`` of ``--delta``."""
     params = {"unit": unit, unit: str(amount), f"{unit}_float": float(amount), "delta": str(delta)}
     if unit == "epsilon" and delta == 0:
         params["rho_implied"] = str(rho_of_epsilon(amount))  # pure eps-DP is eps^2/2-zCDP
     if unit == "rho":
         params["epsilon_at_delta"] = {d: str(epsilon_of_rho(amount, d)) for d in REPORTED_DELTAS}
+        if declared_delta is not None:
+            eps = epsilon_of_rho(amount, declared_delta)
+            params["epsilon_at_delta"][str(declared_delta)] = str(eps)
+            params["declared_delta"] = str(declared_delta)
+            params["epsilon_at_declared_delta"] = {"exact": str(eps), "float": float(eps)}
+        params["conversion"] = "Canonne-Kamath-Steinke 2020 (Cor. 13), evaluated in 60 digits and rounded up"
     return params
 
 
@@ -118,7 +125,8 @@ def build_manifest(
     facts
         The family's :class:`~dpmodels.core.facts.ReleaseFacts`.
     request
-        ``{"unit", "amount", "delta"}`` of this release (exact fractions).
+        ``{"unit", "amount", "delta"}`` of this release (exact fractions), and optionally
+        ``declared_delta``: with a rho, a delta at which to state the epsilon it implies.
     session
         The session's ledger (:meth:`PrivacySession.to_dict`), whose charges hold the budget per
         query and level.
@@ -140,7 +148,9 @@ def build_manifest(
         "family": family,
         "dataset": dataset,
         **facts.to_dict(),
-        "privacy_parameters": privacy_parameters(unit, Fraction(request["amount"]), Fraction(request["delta"])),
+        "privacy_parameters": privacy_parameters(
+            unit, Fraction(request["amount"]), Fraction(request["delta"]), request.get("declared_delta")
+        ),
         "composition": (
             "sequential (basic) with every other release charged to the same dataset; within this release, "
             "as the budget rows say (parallel within a group, sequential across groups)"

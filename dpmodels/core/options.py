@@ -240,10 +240,15 @@ RELEASE_OUTPUTS = {"--out": "where to write the release"}
 
 
 def add_release_options(
-    parser: argparse.ArgumentParser, outputs: dict[str, str] | None = None, *, epsilon_help: str | None = None
+    parser: argparse.ArgumentParser,
+    outputs: dict[str, str] | None = None,
+    *,
+    epsilon_help: str | None = None,
+    noises: Sequence[str] | None = None,
 ) -> None:
     """The options every release takes: budget, output files, ledger, manifest, budget database,
-    ``--force`` and the seed policy.
+    ``--force`` and the seed policy; and, for a family that draws a zCDP noise, ``--noise``,
+    ``--rho`` and ``--delta``.
 
     Parameters
     ----------
@@ -254,14 +259,32 @@ def add_release_options(
         manifest go beside the first.
     epsilon_help
         Replaces the help of ``--epsilon`` (metric DP: epsilon per unit of distance).
+    noises
+        The noises the family draws, the default first (``args.noise``); given, the budget is
+        ``--epsilon`` or ``--rho`` (zCDP, for a noise charged in rho: the release runner refuses a
+        mismatch), and ``--delta`` names the delta at which the manifest states the epsilon a
+        ``--rho`` implies.  Families without it have no ``--noise``, ``--rho`` or ``--delta``.
     """
     outputs = outputs or RELEASE_OUTPUTS
     add_verbosity(parser)
-    parser.add_argument(
+    budget = parser.add_mutually_exclusive_group(required=True) if noises else parser
+    budget.add_argument(
         "--epsilon",
-        required=True,
+        required=not noises,
         help=epsilon_help or "privacy budget of this release: a decimal (1, 0.5, 1e-3) or a ratio (1/3)",
     )
+    if noises:
+        budget.add_argument(
+            "--rho", help="zCDP budget of this release (with a zCDP --noise): a decimal or a ratio (1/2)"
+        )
+        parser.add_argument(
+            "--noise", choices=list(noises), default=noises[0], help=f"the noise drawn (default {noises[0]})"
+        )
+        parser.add_argument(
+            "--delta",
+            help="with --rho: a delta at which the manifest also states the epsilon the rho implies "
+            "(Canonne-Kamath-Steinke, rounded up)",
+        )
     for flag, text in outputs.items():
         parser.add_argument(flag, required=True, help=text)
     first = next(iter(outputs))

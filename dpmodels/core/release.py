@@ -35,7 +35,7 @@ from .budget import BudgetDatabase
 from .errors import DataValidationError
 from .facts import ReleaseFacts
 from .manifest import build_manifest, options_of
-from .noise import as_epsilon
+from .noise import as_epsilon, exact
 from .options import add_release_options as add_common_arguments
 from .randomness import release_rng
 from .runner import LOGGER, configure_logging, verbosity
@@ -105,7 +105,8 @@ class ReleaseSpec:
         ``run(session, data, amount) -> ReleaseOutcome``: the mechanism through the session, which
         charges ``amount`` before drawing (``data`` is what ``load`` returned).
     unit
-        The budget's unit (``"epsilon"``, or ``"epsilon_per_km"`` for metric DP).
+        The budget's unit (``"epsilon"``, ``"rho"`` for a zCDP noise, given by ``--rho``, or
+        ``"epsilon_per_km"`` for metric DP).
     name
         The dataset's name when no ``--dataset`` is declared (e.g. the data file's stem).
     prepare
@@ -179,7 +180,7 @@ def run_release(args, spec: ReleaseSpec) -> int:
     _check_budget_flags(args)
     targets = _targets(args, spec)
     _require_parquet(targets)
-    amount = as_epsilon(args.epsilon, "--epsilon")
+    amount = requested_amount(args, spec.unit)
     rng = release_rng(args.seed, not_private=args.not_private)
     if spec.prepare is not None:
         spec.prepare()
@@ -205,6 +206,45 @@ def run_release(args, spec: ReleaseSpec) -> int:
     return 0
 
 
+def requested_amount(args, unit: str):
+    """The release's budget in ``unit``, exact: ``--rho`` for a zCDP release, else ``--epsilon``; a
+    budget given in the other unit, or a ``--delta`` without ``--rho``, is refused before anything runs.
+
+    Parameters
+    ----------
+    args
+        The parsed command line (``--rho`` and ``--delta`` exist only where a family declares a zCDP
+        noise, :func:`~dpmodels.core.options.add_release_options`).
+    unit
+        The unit the family's mechanism is charged in.
+    """
+    rho, delta = getattr(args, "rho", None), getattr(args, "delta", None)
+    if unit == "rho":
+        if rho is None:
+            raise DataValidationError(
+                "--rho", "this noise is zCDP: its budget is rho, not a pure-DP epsilon (give --rho, not --epsilon)"
+            )
+        if delta is not None:
+            check_delta(delta)
+        return as_epsilon(rho, "--rho")
+    if rho is not None:
+        noise = getattr(args, "noise", None)
+        raise DataValidationError(
+            "--rho", f"a zCDP budget needs a zCDP noise (e.g. --noise discrete-gaussian); {noise} takes --epsilon"
+        )
+    if delta is not None:
+        raise DataValidationError("--delta", "states the epsilon of a --rho at that delta; it goes with --rho only")
+    return as_epsilon(args.epsilon, "--epsilon")
+
+
+def check_delta(delta) -> str:
+    """``--delta`` checked: a number in ``(0, 1)`` (the delta of an ``(eps, delta)`` statement)."""
+    value = exact(delta, "--delta")
+    if not 0 < value < 1:
+        raise DataValidationError("--delta", f"must be in (0, 1), got {delta!r}")
+    return str(delta)
+
+
 def _stage_outputs(stage, outcome, session, args, spec, inputs) -> dict:
     written = {}
     for flag, frame in outcome.frames.items():
@@ -220,6 +260,7 @@ def _stage_outputs(stage, outcome, session, args, spec, inputs) -> dict:
         "unit": session.charges[0].unit if session.charges else spec.unit,
         "amount": str(sum((c.epsilon for c in session.charges), Fraction(0))),
         "delta": str(sum((c.delta for c in session.charges), Fraction(0))),
+        "declared_delta": getattr(args, "delta", None),
     }
     manifest = build_manifest(
         family=spec.family,

@@ -309,7 +309,7 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
         type=std.one_of(MECHANISMS, "mechanism"),
         help=std.LazyHelp(lambda: f"mechanism, one of {', '.join(MECHANISMS())} (default {_default_mechanism()})"),
     )
-    std.add_release_options(p)
+    std.add_release_options(p, noises=("discrete-laplace", "discrete-gaussian"))  # mechanism.NOISES
 
 
 def _measure_arguments(p: argparse.ArgumentParser) -> None:

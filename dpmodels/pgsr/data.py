@@ -258,10 +258,13 @@ class NoisyGroupSizes:
         What the values estimate: group-size counts ``n`` (``"counts"``), per-region cumulative
         counts ``(+)n`` (``"cumulative"``) or chain-cumulative values (``"chain"``).
     level_scales : tuple of Fraction, optional
-        The public noise scale of each level, which sizes truncated domains (None: not measured).
+        The public noise scale of each level, which sizes truncated domains (None: not measured):
+        the Laplace scale, or for a discrete Gaussian level the scale of
+        :func:`dpmodels.pgsr.domains.gaussian_domain_scale` (the variances are in ``info``).
     info : dict
         The measurement's other public facts (``epsilon``, ``calibration``, the declared
-        ``z_max`` and the neighbour relation the budget refers to).
+        ``z_max`` and the neighbour relation the budget refers to; a discrete Gaussian
+        measurement has ``noise``, ``rho`` and ``sigma2_per_level`` instead of ``epsilon``).
     """
 
     hierarchy: Hierarchy

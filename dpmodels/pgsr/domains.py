@@ -2,13 +2,17 @@
 
 :class:`Domains` holds ``[lo, hi]`` for every cell; :func:`resolve_domains` builds the full
 ``[0, G]`` domain or the paper's truncation ``noisy +- delta`` (widened on request when it is
-infeasible).  The ``*_infeasibility`` functions prove that domains admit no solution of
-Model 1 or of the corrected Model 3 (plugins report ``provenInfeasible`` with their reason).
+infeasible); a discrete Gaussian level's truncation follows :func:`gaussian_domain_scale`.  The
+``*_infeasibility`` functions prove that domains admit no solution of Model 1 or of the corrected
+Model 3 (plugins report ``provenInfeasible`` with their reason).
 """
 
 from __future__ import annotations
 
+import decimal
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal
 
 import numpy as np
@@ -25,6 +29,7 @@ __all__ = [
     "chain_feasible_interval",
     "chain_links",
     "chain_infeasibility",
+    "gaussian_domain_scale",
     "hierarchical_feasible_interval",
     "hierarchical_infeasibility",
     "resolve_domains",
@@ -111,6 +116,44 @@ def _level_deltas(noisy: NoisyGroupSizes, delta) -> list[int]:
         if isinstance(d, bool) or int(d) != d or d < 0:
             raise DataValidationError("delta", f"must be non-negative integers, got {delta!r}")
     return [int(d) for d in deltas]
+
+
+def gaussian_domain_scale(sigma2) -> Fraction:
+    """The level scale that sizes the truncated domains of a discrete Gaussian level at ``sigma2``.
+
+    The paper truncates a Laplace level of scale ``b`` to ``noisy +- d``, ``d = 3 ceil(2 b^2)``
+    (three times the variance, :func:`dpmodels.core.noise.truncation_delta`), which leaves the
+    truth outside with probability at most ``exp(-d / b)`` per cell.  A Gaussian level takes the
+    Laplace of the same variance as its yardstick (``b = sigma / sqrt 2``, so ``d = 3 ceil(sigma2)``)
+    and keeps at most that tail probability: its half-width ``h`` is the smallest integer with
+    ``2 exp(-h^2 / (2 sigma2)) <= exp(-d / b)`` (the discrete Gaussian is ``sigma2``-subgaussian,
+    Canonne, Kamath and Steinke 2020), i.e. ``h^2 >= 2 sqrt(2) sigma d + 2 sigma2 ln 2``; lighter
+    tails give narrower domains (``sigma2 = 6``: ``h = 12`` where the Laplace rule gives 18).
+
+    Returns
+    -------
+    Fraction
+        An exact ``lambda`` with ``truncation_delta(lambda) = 3 ceil(h / 3) >= h``, so that
+        :meth:`Domains.truncated` applies the paper's rule unchanged.  Like every level scale it is
+        public (a function of ``rho``, ``L`` and the sensitivities): it shapes the domains, never the
+        privacy.
+    """
+    var = Fraction(sigma2)
+    if var <= 0:
+        raise DataValidationError("sigma2", f"must be > 0, got {sigma2!r}")
+    ctx = decimal.Context(prec=50)
+    s2 = ctx.divide(decimal.Decimal(var.numerator), decimal.Decimal(var.denominator))
+    d = 3 * math.ceil(var)
+    h2 = ctx.add(
+        ctx.multiply(ctx.multiply(decimal.Decimal(2).sqrt(ctx), 2 * d), s2.sqrt(ctx)),
+        ctx.multiply(2 * s2, decimal.Decimal(2).ln(ctx)),
+    )
+    h = int(h2.sqrt(ctx).to_integral_value(rounding=decimal.ROUND_CEILING))
+    k = max(1, -(-h // 3))
+    m = math.isqrt(2 * k) + 1  # lambda = p / (2m) with k - 1 < 2 lambda^2 <= k (p = isqrt(2 k m^2))
+    scale = Fraction(math.isqrt(2 * k * m * m), 2 * m)
+    assert truncation_delta(scale) == 3 * k
+    return scale
 
 
 def hierarchical_feasible_interval(hierarchy: Hierarchy, domains: Domains) -> tuple[np.ndarray, np.ndarray]:

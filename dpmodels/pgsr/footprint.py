@@ -37,7 +37,8 @@ from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.noise import as_epsilon, truncation_delta
 
 from .algorithms.chain import TABLE_BUDGET
-from .sensitivity import level_sensitivity, validate_z_max
+from .domains import gaussian_domain_scale
+from .sensitivity import level_l2_sensitivity, level_sensitivity, validate_z_max
 
 __all__ = ["estimate_release_bytes", "FIXED_BYTES", "BYTES_PER_CELL"]
 
@@ -60,7 +61,7 @@ _QUADRATIC = {"M_H": 40, "M_c": 40}
 
 
 def estimate_release_bytes(
-    hierarchy_or_sizes: Hierarchy | Sequence[int], N: int, mechanism: str, *, epsilon=None, z_max: int = 1
+    hierarchy_or_sizes: Hierarchy | Sequence[int], N: int, mechanism: str, *, epsilon=None, z_max: int = 1, rho=None
 ) -> int:
     """An upper estimate of the peak memory (bytes) of releasing ``N`` sizes with ``mechanism``.
 
@@ -77,6 +78,9 @@ def estimate_release_bytes(
         domains.  None assumes the largest tables the chain DP would build.
     z_max
         The declared bound on one person's quantity (the chain's scale grows with it).
+    rho
+        Instead of ``epsilon``, the zCDP budget of a discrete Gaussian release (its domains follow
+        :func:`dpmodels.pgsr.domains.gaussian_domain_scale`).
     """
     sizes = _level_sizes(hierarchy_or_sizes)
     if isinstance(N, bool) or not isinstance(N, int) or N < 1:
@@ -86,7 +90,7 @@ def estimate_release_bytes(
     cells = sum(sizes) * N
     estimate = FIXED_BYTES + BYTES_PER_CELL[mechanism] * cells + _QUADRATIC.get(mechanism, 0) * cells**2
     if mechanism == "M_c^ch":
-        estimate += 2 * 8 * _chain_table_width(sizes, epsilon, validate_z_max(z_max))
+        estimate += 2 * 8 * _chain_table_width(sizes, epsilon, validate_z_max(z_max), rho)
     return int(estimate)
 
 
@@ -99,9 +103,12 @@ def _level_sizes(hierarchy_or_sizes) -> list[int]:
     return sizes
 
 
-def _chain_table_width(sizes: list[int], epsilon, z_max: int) -> int:
+def _chain_table_width(sizes: list[int], epsilon, z_max: int, rho=None) -> int:
     """The widest table the chain DP may hold: ``2 delta + 1`` for the largest level scale, at most
     ``TABLE_BUDGET`` (above it the DP gives way to PAVA, which keeps no tables)."""
+    if rho is not None:
+        sigma2 = max(level_l2_sensitivity("chain", r, z_max) for r in sizes) * len(sizes) / (2 * as_epsilon(rho, "rho"))
+        return min(TABLE_BUDGET, 2 * truncation_delta(gaussian_domain_scale(sigma2)) + 1)
     if epsilon is None:
         return TABLE_BUDGET
     eps_level = as_epsilon(epsilon) / len(sizes)

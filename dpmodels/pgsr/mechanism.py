@@ -28,6 +28,13 @@ in :mod:`dpmodels.pgsr.sensitivity`.  The chain's per-level vector has L1 sensit
 ``|R_l| z_max``, not 1 (spec 2.3, erratum A2): ``calibration="sound"`` (default) scales the
 noise accordingly; ``calibration="paper"`` uses the paper's ``L/eps``, which is only
 ``eps * z_max * sum_l |R_l| / L``-DP, and the ledger says so.
+
+``noise="discrete-gaussian"`` measures the same vectors under zCDP instead (as the 2020 Census
+did): a total ``rho`` split exactly into ``rho / L`` per level, and per level the exact discrete
+Gaussian (:func:`dpmodels.core.gaussian.discrete_gaussian`) at ``sigma^2 = Delta_2^2 / (2 rho / L)``,
+``Delta_2^2`` the level's squared L2 sensitivity (:func:`~dpmodels.pgsr.sensitivity.level_l2_sensitivity`:
+2, ``z_max``, ``|R_l| z_max``); the ledger records each level's rho (zCDP rows, which add up) and
+the level scales that size truncated domains follow :func:`~dpmodels.pgsr.domains.gaussian_domain_scale`.
 """
 
 from __future__ import annotations
@@ -41,20 +48,33 @@ import numpy as np
 
 from dpmodels.core.accounting import PrivacyLedger, split_budget
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.noise import as_epsilon, noisy_integers
+from dpmodels.core.noise import as_epsilon, noisy_gaussian_integers, noisy_integers
 from dpmodels.core.randomness import describe, make_rng
 
 from .data import GroupSizeData, NoisyGroupSizes, chain_cumulative, cumulative
-from .sensitivity import NEIGHBOURS, level_sensitivity
+from .domains import gaussian_domain_scale
+from .sensitivity import NEIGHBOURS, level_l2_sensitivity, level_sensitivity
 
 if TYPE_CHECKING:
     from .postprocessing import Release
 
-__all__ = ["measure", "MechanismRun", "run_mechanism"]
+__all__ = ["measure", "MechanismRun", "run_mechanism", "NOISES"]
+
+#: The noises :func:`measure` draws: the default (pure DP, budget ``epsilon``) and zCDP (budget ``rho``).
+NOISES = ("discrete-laplace", "discrete-gaussian")
+#: The noise as the ledger's rows and the manifests name it.
+GAUSSIAN_WORDS = "exact discrete Gaussian (Canonne-Kamath-Steinke)"
 
 
 def measure(
-    data: GroupSizeData, epsilon, kind: str, rng=None, calibration: str = "sound"
+    data: GroupSizeData,
+    epsilon,
+    kind: str,
+    rng=None,
+    calibration: str = "sound",
+    *,
+    noise: str = "discrete-laplace",
+    rho=None,
 ) -> tuple[NoisyGroupSizes, PrivacyLedger]:
     """Noisy values of ``kind`` ("counts", "cumulative" or "chain") for every region.
 
@@ -81,6 +101,11 @@ def measure(
         A Generator or a seed (:func:`dpmodels.core.randomness.make_rng`; None: secure).
     calibration : str
         ``"sound"`` or, for the chain only, the paper's ``"paper"`` (see the module docstring).
+    noise : str
+        ``"discrete-laplace"`` (default: pure DP, the budget is ``epsilon``) or
+        ``"discrete-gaussian"`` (zCDP: the budget is ``rho`` and ``epsilon`` must be None).
+    rho : Fraction, str or float, optional
+        The total zCDP budget of a discrete Gaussian measurement (``rho / L`` per level).
 
     Returns
     -------
@@ -88,6 +113,14 @@ def measure(
         The noisy values (float64, with the public hierarchy, ``G``, ``kind`` and the scales)
         and the ledger of every level's measurement.
     """
+    if noise == "discrete-gaussian":
+        if epsilon is not None:
+            raise DataValidationError("epsilon", "the discrete Gaussian is charged in rho (zCDP): pass rho= only")
+        return _measure_gaussian(data, rho, kind, rng, calibration)
+    if noise != "discrete-laplace":
+        raise DataValidationError("noise", f"must be one of {NOISES}, got {noise!r}")
+    if rho is not None:
+        raise DataValidationError("rho", "goes with noise='discrete-gaussian'; the discrete Laplace takes epsilon")
     eps = as_epsilon(epsilon)
     if calibration not in ("sound", "paper"):
         raise DataValidationError("calibration", f"must be 'sound' or 'paper', got {calibration!r}")
@@ -102,6 +135,40 @@ def measure(
         values[rows] = noisy_integers(truth[rows], scale, rng)
     info = {"epsilon": eps, "calibration": calibration, "z_max": data.z_max, "neighbours": NEIGHBOURS}
     return NoisyGroupSizes(h, values.astype(np.float64), data.G, kind, tuple(scales), info=info), ledger
+
+
+def _measure_gaussian(data: GroupSizeData, rho, kind: str, rng, calibration: str):
+    """:func:`measure` with the exact discrete Gaussian: ``rho / L`` per level, ``sigma^2 = Delta_2^2 L / (2 rho)``."""
+    if rho is None:
+        raise DataValidationError("rho", "the discrete Gaussian needs a zCDP budget rho")
+    budget = as_epsilon(rho, "rho")
+    if calibration != "sound":
+        raise DataValidationError("calibration", "the paper's chain calibration is a Laplace rule; use 'sound'")
+    rng = make_rng(rng)
+    h = data.hierarchy
+    truth = _truth(data, kind)
+    ledger = PrivacyLedger(randomness=describe(rng))
+    variances = []
+    for level, rho_level in enumerate(split_budget(budget, h.n_levels), start=1):
+        n_regions = int(h.level_sizes()[level - 1])
+        sensitivity = level_l2_sensitivity(kind, n_regions, data.z_max)
+        query, group = f"{kind} level {level}", f"level {level}"
+        cells = n_regions * data.N
+        variances.append(ledger.record_gaussian(query, group, sensitivity, rho_level, GAUSSIAN_WORDS, cells))
+    values = truth.copy()
+    for level, sigma2 in enumerate(variances, start=1):
+        rows = h.level_slice(level)
+        values[rows] = noisy_gaussian_integers(truth[rows], sigma2, rng)
+    info = {
+        "rho": budget,
+        "noise": "discrete-gaussian",
+        "sigma2_per_level": tuple(variances),
+        "calibration": calibration,
+        "z_max": data.z_max,
+        "neighbours": NEIGHBOURS,
+    }
+    scales = tuple(gaussian_domain_scale(v) for v in variances)
+    return NoisyGroupSizes(h, values.astype(np.float64), data.G, kind, scales, info=info), ledger
 
 
 def _truth(data: GroupSizeData, kind: str) -> np.ndarray:
@@ -145,8 +212,8 @@ class MechanismRun:
     ----------
     mechanism : str
         The mechanism's name.
-    epsilon : Fraction
-        The budget asked for.
+    epsilon : Fraction or None
+        The budget asked for (None for a discrete Gaussian run, whose budget is ``rho``).
     noisy : NoisyGroupSizes
         The measured values.
     release : Release
@@ -155,23 +222,40 @@ class MechanismRun:
         The measurement's ledger.
     seconds_measure : float
         The measurement's wall time.
+    rho : Fraction or None
+        The zCDP budget asked for, for a discrete Gaussian run.
     """
 
     mechanism: str
-    epsilon: Fraction
+    epsilon: Fraction | None
     noisy: NoisyGroupSizes
     release: Release
     ledger: PrivacyLedger
     seconds_measure: float
+    rho: Fraction | None = None
 
     @property
-    def epsilon_spent(self) -> Fraction:
-        """The budget the ledger records as spent (the calibration may exceed ``epsilon``)."""
+    def epsilon_spent(self) -> Fraction | float:
+        """The budget the ledger records as spent (the calibration may exceed ``epsilon``; ``inf`` for
+        the discrete Gaussian, which is not pure DP: read :attr:`rho_spent`)."""
         return self.ledger.total_epsilon
+
+    @property
+    def rho_spent(self) -> Fraction | float:
+        """The zCDP rho the ledger records as spent (a pure run's ``eps^2 / 2``)."""
+        return self.ledger.total_rho
 
 
 def run_mechanism(
-    name: str, data: GroupSizeData, epsilon, seed=None, calibration: str = "sound", **options
+    name: str,
+    data: GroupSizeData,
+    epsilon,
+    seed=None,
+    calibration: str = "sound",
+    *,
+    noise: str = "discrete-laplace",
+    rho=None,
+    **options,
 ) -> MechanismRun:
     """Measure ``data`` with mechanism ``name``'s noise and post-process the noisy values.
 
@@ -181,12 +265,15 @@ def run_mechanism(
         A name of :data:`dpmodels.pgsr.postprocessing.MECHANISMS` (``"M_H^dp"``, ``"M_c^ch"``...).
     data : GroupSizeData
         The true group sizes.
-    epsilon : float or Fraction
-        The total budget of the measurement.
+    epsilon : float, Fraction or None
+        The total budget of the measurement (None with ``noise="discrete-gaussian"``).
     seed : int, Generator or None
         The noise's randomness (:func:`dpmodels.core.randomness.make_rng`; None: secure).
     calibration : str
         ``"sound"`` or, for the chain only, the paper's ``"paper"`` (:func:`measure`).
+    noise, rho : str, optional
+        ``"discrete-laplace"`` (default) or ``"discrete-gaussian"`` with its zCDP budget ``rho``
+        (:func:`measure`).
     **options
         The post-processing's options (``solver``, ``domains``, ``time_limit``...).
 
@@ -200,7 +287,9 @@ def run_mechanism(
     spec = mechanism_spec(name)
     spec.check_options(options)
     tick = time.perf_counter()
-    noisy, ledger = measure(data, epsilon, spec.kind, make_rng(seed), calibration)
+    noisy, ledger = measure(data, epsilon, spec.kind, make_rng(seed), calibration, noise=noise, rho=rho)
     measured = time.perf_counter() - tick
     release = spec.post(noisy, **options)
+    if noise == "discrete-gaussian":
+        return MechanismRun(name, None, noisy, release, ledger, measured, as_epsilon(rho, "rho"))
     return MechanismRun(name, as_epsilon(epsilon), noisy, release, ledger, measured)

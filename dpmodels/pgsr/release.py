@@ -1,7 +1,8 @@
 """PGSR releases on a user's data: records or counts CSVs -> privately released group-size counts.
 
 :func:`release` measures through a :class:`~dpmodels.core.session.PrivacySession` (secure
-randomness, exact discrete Laplace noise, the budget checked before anything is drawn) and
+randomness, exact discrete Laplace noise charged in epsilon, or with ``noise="discrete-gaussian"``
+the exact discrete Gaussian charged in zCDP rho; the budget checked before anything is drawn) and
 post-processes the noisy values only, with the public hierarchy, ``N``, ``G`` and ``z_max``.
 A private session refuses data whose ``N`` was read off the data rather than declared, and data
 built with ``overflow="error"``: both make the release depend on one group with certainty.
@@ -14,20 +15,24 @@ JSON ledger.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pandas as pd
 
+from dpmodels.core.accounting import split_budget
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.facts import ReleaseFacts
 from dpmodels.core.hierarchy import Hierarchy
+from dpmodels.core.noise import as_epsilon
 from dpmodels.core.session import PrivacySession
 
 from .bounding import CLAMP, LEAVE_OUT_EMPTY, LEAVE_OUT_REGIONS, overflow_rule, validate_overflow
 from .data import GroupSizeData
 from .footprint import estimate_release_bytes
-from .mechanism import measure
+from .mechanism import GAUSSIAN_WORDS, NOISES, measure
 from .postprocessing import MECHANISMS, postprocess
-from .sensitivity import NEIGHBOURS, level_sensitivity, validate_z_max
+from .sensitivity import NEIGHBOURS, level_l2_sensitivity, level_sensitivity, validate_z_max
 
 __all__ = [
     "release",
@@ -49,7 +54,7 @@ HOW_TO_DECLARE_N = (
 )
 
 
-def release(session: PrivacySession, mechanism: str, epsilon, **options):
+def release(session: PrivacySession, mechanism: str, epsilon, *, noise: str = "discrete-laplace", **options):
     """Spend ``epsilon`` of ``session`` on mechanism ``mechanism``; returns its post-processed release.
 
     Only the measurement runs inside the session; the post-processing sees the noisy values.
@@ -64,7 +69,10 @@ def release(session: PrivacySession, mechanism: str, epsilon, **options):
     mechanism
         A name of :data:`dpmodels.pgsr.postprocessing.MECHANISMS`.
     epsilon
-        The budget of this release (all of it goes to the measurement, ``epsilon / L`` per level).
+        The budget of this release (all of it goes to the measurement, ``epsilon / L`` per level);
+        with ``noise="discrete-gaussian"`` the zCDP ``rho`` charged as such (``rho / L`` per level).
+    noise
+        ``"discrete-laplace"`` (pure DP) or ``"discrete-gaussian"`` (zCDP).
     options
         The post-processing's options (``domains``, ``solver``, ...).
     """
@@ -72,11 +80,13 @@ def release(session: PrivacySession, mechanism: str, epsilon, **options):
         raise DataValidationError("mechanism", f"unknown {mechanism!r}; choose from {list(MECHANISMS)}")
     spec = MECHANISMS[mechanism]
     spec.check_options(options)
-    noisy = measure_release(session, spec.kind, epsilon, label=f"PGSR {mechanism} ({spec.kind})")
+    noisy = measure_release(session, spec.kind, epsilon, label=f"PGSR {mechanism} ({spec.kind})", noise=noise)
     return postprocess(mechanism, noisy, **options)
 
 
-def measure_release(session: PrivacySession, kind: str, epsilon, label: str | None = None):
+def measure_release(
+    session: PrivacySession, kind: str, epsilon, label: str | None = None, *, noise: str = "discrete-laplace"
+):
     """Spend ``epsilon`` of ``session`` on the noisy measurement alone; returns its :class:`NoisyGroupSizes`.
 
     :func:`release` is this followed by :func:`~dpmodels.pgsr.postprocessing.postprocess`; run
@@ -90,13 +100,21 @@ def measure_release(session: PrivacySession, kind: str, epsilon, label: str | No
     kind
         ``"counts"``, ``"cumulative"`` or ``"chain"``.
     epsilon
-        The budget of the measurement (``epsilon / L`` per level).
+        The budget of the measurement (``epsilon / L`` per level), or the zCDP ``rho`` of a discrete
+        Gaussian measurement, charged to the session as a rho request (``rho / L`` per level).
     label
         The charge's label (default: ``"PGSR measurement (<kind>)"``).
+    noise
+        ``"discrete-laplace"`` (pure DP) or ``"discrete-gaussian"`` (zCDP).
     """
+    if noise not in NOISES:
+        raise DataValidationError("noise", f"must be one of {NOISES}, got {noise!r}")
     # Read for its declared facts only (how N and the overflow rule were set), never its values.
     require_declared(session._data, session.private)
-    return session.run(label or f"PGSR measurement ({kind})", _measurement(kind), epsilon)
+    label = label or f"PGSR measurement ({kind})"
+    if noise == "discrete-gaussian":
+        return session.run(label, _measurement(kind, noise), rho=epsilon)
+    return session.run(label, _measurement(kind), epsilon)
 
 
 def require_declared(data: GroupSizeData, private: bool) -> None:
@@ -131,7 +149,14 @@ def require_declared(data: GroupSizeData, private: bool) -> None:
         )
 
 
-def _measurement(kind: str):
+def _measurement(kind: str, noise: str = "discrete-laplace"):
+    if noise == "discrete-gaussian":
+
+        def run_gaussian(data: GroupSizeData, rho, rng):
+            return measure(data, None, kind, rng, noise=noise, rho=rho)
+
+        return run_gaussian
+
     def run(data: GroupSizeData, epsilon, rng):
         return measure(data, epsilon, kind, rng)
 
@@ -146,6 +171,8 @@ def release_facts(
     z_max: int | None = None,
     overflow: str | None = None,
     calibration: str = "sound",
+    noise: str = "discrete-laplace",
+    rho=None,
 ) -> ReleaseFacts:
     """What a PGSR release states about itself: unit, neighbours, declared facts, invariant G, rules.
 
@@ -166,6 +193,12 @@ def release_facts(
     calibration
         The chain's calibration (``"sound"``, or the paper's ``"paper"``, which costs more than
         the budget and says so).
+    noise
+        ``"discrete-laplace"`` (pure DP: the L1 sensitivities) or ``"discrete-gaussian"`` (zCDP:
+        the squared L2 sensitivities, the split ``rho / L`` and, given ``rho``, each level's exact
+        ``sigma^2``).
+    rho
+        The release's zCDP budget, with the discrete Gaussian.
     """
     hierarchy, declared_n, z_max, overflow = _declared_facts(source, N, z_max, overflow)
     if mechanism not in MECHANISMS:
@@ -185,6 +218,11 @@ def release_facts(
         "budget_per_level": "epsilon / L (levels compose sequentially, regions of a level in parallel)",
         "noise": "exact discrete Laplace (double geometric), int64",
     }
+    if noise == "discrete-gaussian":
+        del declared["sensitivity_per_level"]  # the L1 ones calibrate the Laplace only
+        declared.update(_gaussian_facts(spec.kind, sizes, z_max, rho))
+    elif noise != "discrete-laplace":
+        raise DataValidationError("noise", f"must be one of {NOISES}, got {noise!r}")
     if declared_n is None:
         del declared["N"]
     return ReleaseFacts(
@@ -198,9 +236,24 @@ def release_facts(
         bounding=(CLAMP, LEAVE_OUT_REGIONS, LEAVE_OUT_EMPTY, overflow_rule(overflow)),
         post_processing=f"{mechanism}: {spec.description}; it reads only the noisy values and the public "
         "hierarchy, N and G",
-        flavor="pure DP",
+        flavor="zCDP" if noise == "discrete-gaussian" else "pure DP",
         notes=_notes(declared_n, overflow, spec.kind, calibration),
     )
+
+
+def _gaussian_facts(kind: str, sizes: list[int], z_max: int, rho) -> dict:
+    """The zCDP statements of a discrete Gaussian release: squared L2 sensitivities, the rho split, sigma^2."""
+    squared = [level_l2_sensitivity(kind, r, z_max) for r in sizes]
+    facts = {
+        "l2_sensitivity_squared_per_level": squared,
+        "budget_per_level": "rho / L, exact fractions (zCDP: the levels' rhos add, regions of a level in parallel)",
+        "noise": f"{GAUSSIAN_WORDS}, int64: sigma^2 per level = Delta_2^2 L / (2 rho)",
+    }
+    if rho is not None:
+        split = split_budget(as_epsilon(rho, "rho"), len(sizes))
+        facts["rho_per_level"] = [str(r) for r in split]
+        facts["sigma2_per_level"] = [str(Fraction(d) / (2 * r)) for d, r in zip(squared, split, strict=True)]
+    return facts
 
 
 def _declared_facts(source, N, z_max, overflow) -> tuple[Hierarchy, int | None, int, str]:

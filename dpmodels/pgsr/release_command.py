@@ -3,6 +3,9 @@
 The policy a private release keeps (``--N`` declared, groups above it in the size-N bin, the
 memory a declared ``N`` needs checked before the records are read) lives here; the release itself
 is :func:`dpmodels.pgsr.release.release` through :func:`dpmodels.core.release.run_release`.
+``--noise discrete-gaussian`` releases under zCDP: the budget is ``--rho`` (the session and the
+budget database charge it in rho; a dataset declared in epsilon refuses it) and the manifest
+states the rho, its epsilon at ``--delta`` and the 1e-10 and 1e-6 it always reports.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ def run_release_command(args) -> int:
     from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
     from dpmodels.instances.pgsr import from_csv, read_hierarchy
 
+    from .mechanism import GAUSSIAN_WORDS
     from .release import DEFAULT_MECHANISM, release, release_facts, release_frame
 
     args.mechanism = args.mechanism or DEFAULT_MECHANISM
@@ -34,13 +38,20 @@ def run_release_command(args) -> int:
             _require_release_memory(args, tree, data.N)
         return data
 
-    def run(session, data, epsilon) -> ReleaseOutcome:
-        result = release(session, args.mechanism, epsilon)
+    gaussian = args.noise == "discrete-gaussian"
+
+    def run(session, data, amount) -> ReleaseOutcome:
+        result = release(session, args.mechanism, amount, noise=args.noise)
         if not np.isfinite(result.counts).all():
             raise DataValidationError("--mechanism", f"{args.mechanism} returned no solution ({result.status})")
-        facts = release_facts(data, args.mechanism)
-        details = {"mechanism": args.mechanism, "solver": result.solver, "status": result.status}
-        return ReleaseOutcome({"--out": release_frame(data.hierarchy, result.counts)}, facts, details=details)
+        facts = release_facts(data, args.mechanism, noise=args.noise, rho=amount if gaussian else None)
+        details = {"mechanism": args.mechanism, "solver": result.solver, "status": result.status, "noise": args.noise}
+        frames = {"--out": release_frame(data.hierarchy, result.counts)}
+        if not gaussian:
+            return ReleaseOutcome(frames, facts, details=details)
+        sigma2 = ", ".join(facts.declared["sigma2_per_level"])
+        sampler = f"{GAUSSIAN_WORDS}, Alg. 3, on int64 counts; sigma^2 per level (Delta_2^2 L / (2 rho)): {sigma2}"
+        return ReleaseOutcome(frames, facts, details=details, sampler=sampler)
 
     spec = ReleaseSpec(
         "pgsr",
@@ -48,6 +59,7 @@ def run_release_command(args) -> int:
         outputs={"--out": args.out},
         load=load,
         run=run,
+        unit="rho" if gaussian else "epsilon",
         name=Path(args.records or args.counts).stem,
         prepare=(lambda: _require_release_memory(args, tree, args.N)) if args.N is not None else None,
     )
@@ -82,6 +94,7 @@ def _require_release_memory(args, tree, n_sizes: int) -> None:
 
     from .release import estimate_release_bytes
 
-    estimate = estimate_release_bytes(tree, n_sizes, args.mechanism, epsilon=args.epsilon, z_max=args.z_max)
+    budget = {"rho": args.rho} if args.noise == "discrete-gaussian" else {"epsilon": args.epsilon}
+    estimate = estimate_release_bytes(tree, n_sizes, args.mechanism, z_max=args.z_max, **budget)
     what = f"{args.mechanism} on {tree.n_regions:,} regions x N = {n_sizes:,} sizes"
     require_memory(estimate, what, "--N")
