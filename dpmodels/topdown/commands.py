@@ -184,6 +184,32 @@ def _values_help() -> str:
 
 
 def _release_arguments(p: argparse.ArgumentParser) -> None:
+    _persons_arguments(p)
+    std.executor("the solves of a level").add(p)
+    add_progress(p)
+    std.add_release_options(p, RELEASE_OUTPUTS)
+
+
+def _measure_arguments(p: argparse.ArgumentParser) -> None:
+    _persons_arguments(p)
+    std.add_release_options(p, {"--out": "where to write the measurement table (.csv, or .parquet)"})
+    p.add_argument("--facts", help="where to write the declared facts JSON (default: beside --out, .facts.json)")
+
+
+def _postprocess_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--measurements", required=True, help="the measurement table (.csv or .parquet), any tool's")
+    p.add_argument("--facts", help="its declared facts JSON (default: beside --measurements, .facts.json)")
+    p.add_argument("--layout", default="labels", type=one_of(LAYOUTS, "layout"), help="the microdata's columns")
+    for flag, text in RELEASE_OUTPUTS.items():
+        p.add_argument(flag, required=True, help=text)
+    p.add_argument("--manifest", help="where to write the JSON manifest (default: beside the microdata)")
+    p.add_argument("--force", action="store_true", help="replace existing output files (never an input)")
+    std.executor("the solves of a level").add(p)
+    add_progress(p)
+    std.add_verbosity(p)
+
+
+def _persons_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = _ValuesFormatter
     p.epilog = std.LazyHelp(_values_help)  # built when --help is shown: the parser imports no pandas
     p.add_argument(
@@ -207,30 +233,15 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
         "other blocks are left out). Only an experiment declared --not-private may omit it and take the "
         "blocks that appear in --persons, which depend on the data",
     )
-    std.executor("the solves of a level").add(p)
-    add_progress(p)
-    std.add_release_options(p, RELEASE_OUTPUTS)
 
 
 def _run_release(args) -> int:
     from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
-    from dpmodels.instances.topdown import from_csv
 
     from .layouts import write_ppmf
     from .release import histogram_frame, release, release_facts
 
     _require_blocks(args)
-
-    def load():
-        data = from_csv(
-            args.persons, races=args.races, total_level=args.total_level, blocks=args.blocks, layout=args.layout
-        )
-        if args.blocks is None:
-            logging.getLogger("dpmodels").warning(
-                "NOT private: the geography is the set of blocks in --persons (which blocks have "
-                "persons depends on the data); give the public block list with --blocks"
-            )
-        return data
 
     def run(session, data, epsilon) -> ReleaseOutcome:
         result = release(session, epsilon, executor=args.executor, progress=not args.no_progress)
@@ -246,11 +257,39 @@ def _run_release(args) -> int:
         "topdown",
         inputs={"--persons": args.persons, "--blocks": args.blocks},
         outputs={flag: getattr(args, flag[2:].replace("-", "_")) for flag in RELEASE_OUTPUTS},
-        load=load,
+        load=lambda: _load_persons(args),
         run=run,
         name=Path(args.persons).stem,
     )
     return run_release(args, spec)
+
+
+def _load_persons(args):
+    """The persons of ``--persons`` under the declared blocks, schema and layout (release and measure)."""
+    from dpmodels.instances.topdown import from_csv
+
+    data = from_csv(
+        args.persons, races=args.races, total_level=args.total_level, blocks=args.blocks, layout=args.layout
+    )
+    if args.blocks is None:
+        logging.getLogger("dpmodels").warning(
+            "NOT private: the geography is the set of blocks in --persons (which blocks have "
+            "persons depends on the data); give the public block list with --blocks"
+        )
+    return data
+
+
+def _run_measure(args) -> int:
+    from .measure_command import run_measure_command
+
+    _require_blocks(args)
+    return run_measure_command(args, lambda: _load_persons(args))
+
+
+def _run_postprocess(args) -> int:
+    from .measure_command import run_postprocess_command
+
+    return run_postprocess_command(args)
 
 
 def _layout_facts(facts, layout: str):
@@ -318,5 +357,13 @@ FAMILY = Family(
         "release census microdata and histograms with TopDown (person records CSV)",
         _release_arguments,
         _run_release,
+    ),
+    measure=Command(
+        "the noisy measurements of a TopDown release, as a measurement file", _measure_arguments, _run_measure
+    ),
+    postprocess=Command(
+        "post-process a TopDown measurement file (drawn here or elsewhere) into microdata and histograms",
+        _postprocess_arguments,
+        _run_postprocess,
     ),
 )

@@ -55,6 +55,7 @@ def run_postprocess_command(args) -> int:
     from dpmodels.core.staging import StagedOutputs, check_targets, file_record
 
     from .driver import topdown
+    from .layouts import write_ppmf
     from .measurements import measurements_from_set
     from .release import histogram_frame
 
@@ -71,8 +72,9 @@ def run_postprocess_command(args) -> int:
         result = topdown(
             measured, public.knowledge, public.schema, public.geography, executor=pool, progress=not args.no_progress
         )
+    records = result.records(public.schema)
     frames = {
-        "--out-microdata": result.records(public.schema),
+        "--out-microdata": write_ppmf(records) if args.layout == "ppmf" else records,
         "--out-histograms": histogram_frame(public.schema, result),
     }
     with StagedOutputs(targets, force=args.force) as stage:

@@ -109,7 +109,7 @@ def test_gaussian_noise_drawn_elsewhere_gives_a_consistent_release(data, measure
 
 def test_measure_then_postprocess_is_the_release(case, tmp_path):
     inputs = ["--persons", str(case.inputs["--persons"]), "--blocks", str(case.inputs["--blocks"]), "--races", "7"]
-    seeded = ["--epsilon", "1", "--seed", "3", "--not-private", "-q", "--no-progress"]
+    seeded = ["--epsilon", "1", "--seed", "3", "--not-private", "-q"]
     micro, hist = tmp_path / "r.csv", tmp_path / "r-hist.csv"
     assert (
         cli.main(["release", "topdown", *inputs, "--out-microdata", str(micro), "--out-histograms", str(hist), *seeded])
