@@ -20,7 +20,7 @@ The folder, by what each module holds (the same names mean the same thing in eve
   DP, PAVA, Algorithm 2, the relaxation, the TopDown baseline)
 * ``domains``: variable domains per cell, truncation and infeasibility proofs
 * ``bounding``: the stated contribution-bounding rules (records -> group sizes)
-* ``sensitivity``: the neighbour relation and the measurements' L1 sensitivities
+* ``sensitivity``: the neighbour relation and the measurements' L1 and squared L2 sensitivities
 * ``footprint``: the memory a release needs, from its declared sizes
 * ``compare``: repeated mechanism runs and Table 7 (``table7``: the paper's two shapes)
 * ``bench/``: ``dpmodels bench pgsr``: the Figure 7 sweep and the census-scale part
