@@ -84,6 +84,11 @@ _EXPORTS = {
     "release": "dpmodels.topdown.release",
     "release_facts": "dpmodels.topdown.release",
     "histogram_frame": "dpmodels.topdown.release",
+    "measure_release": "dpmodels.topdown.release",
+    # measurement files
+    "public_facts": "dpmodels.topdown.measurements",
+    "measurement_set": "dpmodels.topdown.measurements",
+    "measurements_from_set": "dpmodels.topdown.measurements",
     # algorithms
     "tum_certificate": "dpmodels.topdown.tum",
     "solve_flow_rounding": "dpmodels.topdown.flow",
