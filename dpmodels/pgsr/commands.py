@@ -321,7 +321,7 @@ def _measure_arguments(p: argparse.ArgumentParser) -> None:
         help="what to measure: counts (for M_H*, TopDown), cumulative (M_c*) or chain (M_c^ch)",
     )
     outputs = {"--out": "where to write the measurement table (.csv, or .parquet)"}
-    std.add_release_options(p, outputs)
+    std.add_release_options(p, outputs, noises=("discrete-laplace", "discrete-gaussian"))  # mechanism.NOISES
     p.add_argument("--facts", help="where to write the declared facts JSON (default: beside --out, .facts.json)")
 
 

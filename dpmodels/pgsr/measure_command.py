@@ -36,11 +36,13 @@ def run_measure_command(args) -> int:
             tree, counts=args.counts, records=args.records, N=args.N, overflow=args.overflow, z_max=args.z_max
         )
 
-    def run(session, data, epsilon) -> ReleaseOutcome:
-        noisy = measure_release(session, args.kind, epsilon)
+    gaussian = args.noise == "discrete-gaussian"
+
+    def run(session, data, amount) -> ReleaseOutcome:
+        noisy = measure_release(session, args.kind, amount, noise=args.noise)
         measurements = measurement_set(noisy, f"dpmodels measure pgsr ({session.randomness})")
         facts = dataclasses.replace(
-            release_facts(data, args.mechanism),
+            release_facts(data, args.mechanism, noise=args.noise, rho=amount if gaussian else None),
             post_processing="none: the output is the noisy measurement set (dpmodels postprocess pgsr reads it)",
         )
         frames = {"--out": measurements.table, "--facts": measurements.facts()}
@@ -52,6 +54,7 @@ def run_measure_command(args) -> int:
         outputs={"--out": args.out, "--facts": facts_path(args.out, args.facts)},
         load=load,
         run=run,
+        unit="rho" if gaussian else "epsilon",
         name=Path(args.records or args.counts).stem,
     )
     return run_release(args, spec)

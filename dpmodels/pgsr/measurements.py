@@ -9,8 +9,9 @@ values and the declared facts only.
 
 The post-processings of PGSR weigh every cell of a level alike (the paper's objectives); each
 level's variance sets its truncated domains (:mod:`dpmodels.pgsr.domains`) through the noise
-scale: the recorded scale of a discrete Laplace, else the Laplace scale of the same variance,
-``sqrt(variance / 2)``.  A level whose cells carry different variances is refused, naming it.
+scale: the recorded scale of a discrete Laplace, the domain scale of a discrete Gaussian's recorded
+``sigma^2`` (:func:`~dpmodels.pgsr.domains.gaussian_domain_scale`), else the Laplace scale of the same
+variance, ``sqrt(variance / 2)``.  A level whose cells carry different variances is refused, naming it.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ import numpy as np
 import pandas as pd
 
 from dpmodels.core.errors import DataValidationError
+from dpmodels.core.gaussian import discrete_gaussian_variance
 from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.measurements import MeasurementSet
 from dpmodels.core.noise import double_geometric_variance
 from dpmodels.core.tables import region_matrix
 
 from .data import NoisyGroupSizes
+from .domains import gaussian_domain_scale
 from .sensitivity import NEIGHBOURS, level_sensitivity
 
 __all__ = ["measurement_set", "measurement_facts", "noisy_from_measurements"]
@@ -56,7 +59,8 @@ def measurement_facts(hierarchy: Hierarchy, N: int, G: int, kind: str = "counts"
 
 
 def measurement_set(noisy: NoisyGroupSizes, source: str) -> MeasurementSet:
-    """The rows of a measurement drawn by :func:`dpmodels.pgsr.mechanism.measure` (discrete Laplace).
+    """The rows of a measurement drawn by :func:`dpmodels.pgsr.mechanism.measure` (discrete Laplace, or the
+    discrete Gaussian under zCDP).
 
     Parameters
     ----------
@@ -68,13 +72,14 @@ def measurement_set(noisy: NoisyGroupSizes, source: str) -> MeasurementSet:
     if noisy.level_scales is None:
         raise DataValidationError("noisy", "has no noise scales: not a measurement of dpmodels.pgsr.measure")
     h, z_max = noisy.hierarchy, int(noisy.info.get("z_max", 1))
+    gaussian = noisy.info.get("noise") == "discrete-gaussian"
     sizes = h.level_sizes()
     per_row = []
     for region in range(h.n_regions):
         level = int(h.level[region])
-        scale = Fraction(noisy.level_scales[level - 1])
-        spent = level_sensitivity(noisy.kind, int(sizes[level - 1]), z_max) / scale
-        per_row.append((str(scale), double_geometric_variance(scale), str(spent)))
+        per_row.append(
+            _gaussian_row(noisy, level) if gaussian else _laplace_row(noisy, level, int(sizes[level - 1]), z_max)
+        )
     scale, variance, budget = (np.repeat(np.array(col, dtype=object), noisy.N) for col in zip(*per_row, strict=True))
     table = pd.DataFrame(
         {
@@ -82,16 +87,30 @@ def measurement_set(noisy: NoisyGroupSizes, source: str) -> MeasurementSet:
             "query": noisy.kind,
             "cell": np.tile(np.arange(1, noisy.N + 1), h.n_regions),
             "value": noisy.values.ravel(),
-            "mechanism": "discrete-laplace",
+            "mechanism": "discrete-gaussian" if gaussian else "discrete-laplace",
             "scale": scale,
             "variance": variance.astype(np.float64),
-            "budget_unit": "epsilon",
+            "budget_unit": "rho" if gaussian else "epsilon",
             "budget": budget,
         }
     )
     public = measurement_facts(h, noisy.N, noisy.G, noisy.kind, z_max)
     extra = {"neighbours": NEIGHBOURS, "calibration": noisy.info.get("calibration", "sound")}
     return MeasurementSet(table, "pgsr", public, source, extra)
+
+
+def _laplace_row(noisy: NoisyGroupSizes, level: int, n_regions: int, z_max: int) -> tuple[str, float, str]:
+    """A discrete Laplace level's scale, variance and epsilon (sensitivity / scale, what it spent)."""
+    scale = Fraction(noisy.level_scales[level - 1])
+    spent = level_sensitivity(noisy.kind, n_regions, z_max) / scale
+    return str(scale), double_geometric_variance(scale), str(spent)
+
+
+def _gaussian_row(noisy: NoisyGroupSizes, level: int) -> tuple[str, float, str]:
+    """A discrete Gaussian level's sigma^2, variance and rho (the budget split evenly over the levels)."""
+    sigma2 = Fraction(noisy.info["sigma2_per_level"][level - 1])
+    rho_level = Fraction(noisy.info["rho"]) / noisy.hierarchy.n_levels
+    return str(sigma2), discrete_gaussian_variance(sigma2), str(rho_level)
 
 
 def noisy_from_measurements(measurements: MeasurementSet) -> NoisyGroupSizes:
@@ -146,10 +165,20 @@ def _level_scales(hierarchy: Hierarchy, table: pd.DataFrame) -> tuple[Fraction, 
             raise DataValidationError(
                 "measurements", f"level {level} has {len(variances)} variances; PGSR weighs a level's cells alike"
             )
-        laplace = rows["mechanism"].eq("discrete-laplace").all() and rows["scale"].nunique() == 1
-        scale = Fraction(rows["scale"].iloc[0]) if laplace else _laplace_scale(float(variances[0]))
-        scales.append(scale)
+        scales.append(_domain_scale(rows, float(variances[0])))
     return tuple(scales)
+
+
+def _domain_scale(rows: pd.DataFrame, variance: float) -> Fraction:
+    """The scale that sizes a level's truncated domains: a discrete Laplace's recorded scale, a
+    discrete Gaussian's domain scale at its recorded sigma^2 (as :func:`measure` sets them), else the
+    Laplace scale of the same variance."""
+    one = rows["scale"].nunique() == 1
+    if one and rows["mechanism"].eq("discrete-laplace").all():
+        return Fraction(rows["scale"].iloc[0])
+    if one and rows["mechanism"].eq("discrete-gaussian").all():
+        return gaussian_domain_scale(Fraction(rows["scale"].iloc[0]))
+    return _laplace_scale(variance)
 
 
 def _laplace_scale(variance: float) -> Fraction:

@@ -142,3 +142,27 @@ def test_a_release_ending_in_parquet_is_written_as_parquet(tmp_path):
     as_csv = pd.read_csv(tmp_path / "r.csv", dtype={"region": str})
     as_parquet = pd.read_parquet(tmp_path / "rp.parquet").astype({"region": str})
     pd.testing.assert_frame_equal(as_parquet, as_csv, check_dtype=False)
+
+
+def test_a_discrete_gaussian_measurement_survives_its_file(data, tmp_path):
+    """zCDP rows: mechanism discrete-gaussian, scale sigma^2, budget in rho; the domains' scales come back."""
+    noisy, ledger = measure(data, None, "counts", rng=4, noise="discrete-gaussian", rho=Fraction(1, 2))
+    rows = measurement_set(noisy, "a test")
+    assert set(rows.table["mechanism"]) == {"discrete-gaussian"} and set(rows.table["budget_unit"]) == {"rho"}
+    write_measurements(rows, tmp_path / "g.parquet")
+    back = noisy_from_measurements(read_measurements(tmp_path / "g.parquet", family="pgsr"))
+    assert np.array_equal(back.values, noisy.values) and back.level_scales == noisy.level_scales
+    assert Fraction(back.info["budget"]["rho"]) == ledger.total_rho == Fraction(1, 2)
+
+
+def test_measure_under_zcdp_then_postprocess_is_the_release(tmp_path):
+    case = pgsr_case(tmp_path)
+    data = ["--hierarchy", str(case.inputs["--hierarchy"]), "--records", str(case.inputs["--records"]), "--N", "4"]
+    zcdp = ["--noise", "discrete-gaussian", "--rho", "1/2", "--seed", "5", "--not-private", "-q"]
+    released, measured, post = tmp_path / "release.csv", tmp_path / "m.csv", tmp_path / "post.csv"
+    assert cli.main(["release", "pgsr", *data, "--out", str(released), *zcdp]) == 0
+    assert cli.main(["measure", "pgsr", *data, "--out", str(measured), *zcdp]) == 0
+    assert cli.main(["postprocess", "pgsr", "--measurements", str(measured), "--out", str(post), "-q"]) == 0
+    assert post.read_bytes() == released.read_bytes()
+    ledger = json.loads((tmp_path / "m.ledger.json").read_text())
+    assert "rho" in json.dumps(ledger)
