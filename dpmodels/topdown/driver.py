@@ -307,6 +307,8 @@ def run_topdown(
     seed=None,
     executor=None,
     progress: bool = False,
+    *,
+    rho=None,
 ):
     """TopDown end to end: measure everything once, then post-process level by level.
 
@@ -319,15 +321,15 @@ def run_topdown(
     data : TopDownData
         The person histograms and the public knowledge.
     epsilon : float or Fraction
-        The total budget.
+        The total budget (None with the discrete Gaussian, whose budget is ``rho``).
     strategy : Strategy, optional
         The query sets (default :func:`~dpmodels.topdown.mechanism.default_strategy`).
     level_shares : sequence, optional
         Per-level budget shares (default uniform).
     options : NodeOptions, optional
         The node solves' choices.
-    noise : {"geometric", "laplace"}, default "geometric"
-        The noise.
+    noise : {"geometric", "laplace", "discrete-gaussian"}, default "geometric"
+        The noise; ``"discrete-gaussian"`` (zCDP) takes ``rho``, the total zCDP budget.
     seed : int, optional
         None draws from the secure generator; a seed is for experiments (not private).
     executor : str or Executor, optional
@@ -335,16 +337,9 @@ def run_topdown(
     progress : bool, default False
         Show a progress bar.
     """
-    measurements = measure(data, epsilon, strategy, level_shares, noise, rng=seed)
-    result = topdown(
-        measurements,
-        data.knowledge,
-        data.schema,
-        data.geography,
-        options or NodeOptions(),
-        executor=executor,
-        progress=progress,
-    )
+    measurements = measure(data, epsilon, strategy, level_shares, noise, rng=seed, rho=rho)
+    options = options or NodeOptions()
+    result = topdown(measurements, data.knowledge, data.schema, data.geography, options, executor, progress)
     return result, measurements
 
 

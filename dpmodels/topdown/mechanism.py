@@ -13,6 +13,7 @@ times integer counts) and ``truth + noise`` is formed in int64 by
 :func:`dpmodels.core.noise.noisy_integers`; only the exact noisy integers become float64, for
 the post-processing.  A query set with a non-integer coefficient is refused for exact noise:
 a non-integer answer plus integer noise keeps its fractional part, which tells neighbours apart.
+``noise="discrete-gaussian"`` with ``rho=`` measures under zCDP instead (:mod:`dpmodels.topdown.zcdp`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from dpmodels.core.randomness import describe
 
 from .data import Schema, TopDownData
 from .queries import QuerySet, identity, level_sensitivity, marginal
+from .zcdp import GAUSSIAN, gaussian_budget, level_l2_deltas, noisy_gaussian_answers, plan_gaussian
 
 __all__ = [
     "Strategy",
@@ -139,11 +141,11 @@ class Measurements:
     ledger : PrivacyLedger
         Every scale, recorded before the first draw.
     level_epsilons : tuple of Fraction
-        The budget of every level.
+        The budget of every level (``inf`` with the discrete Gaussian: no pure-DP epsilon).
     mechanism : str
-        The noise (``"geometric"`` or ``"laplace"``).
+        The noise (``"geometric"``, ``"laplace"`` or ``"discrete-gaussian"``).
     info : dict, optional
-        Free-form metadata.
+        Free-form metadata (with the discrete Gaussian: ``rho`` and ``level_rhos``, exact).
     """
 
     strategy: Strategy
@@ -183,13 +185,15 @@ def _level_deltas(strategy: Strategy, geo, level: int, neighbours: str, records_
 @dataclass
 class MeasurementPlan:
     """What a measurement fixes before its first draw: the level budgets, the integer query matrices,
-    every ``(rows, query set, scale)`` step in drawing order, and the ledger that recorded them."""
+    every ``(rows, query set, scale)`` step in drawing order (the scale is ``sigma^2`` for the discrete
+    Gaussian, whose levels' rhos are ``level_rhos``), and the ledger that recorded them."""
 
     strategy: Strategy
     level_epsilons: tuple[Fraction, ...]
     matrices: dict[str, sp.csr_matrix]
     steps: list[tuple]
     ledger: PrivacyLedger
+    level_rhos: tuple[Fraction, ...] = ()
 
 
 def plan_measurement(
@@ -202,6 +206,7 @@ def plan_measurement(
     *,
     records_may_leave: bool = False,
     randomness: str = "",
+    rho=None,
 ) -> MeasurementPlan:
     """Check and record every scale of a measurement without drawing; refuse anything that cannot run.
 
@@ -211,20 +216,27 @@ def plan_measurement(
 
     Parameters
     ----------
-    data, epsilon, strategy, level_shares, noise, neighbours, records_may_leave
+    data, epsilon, strategy, level_shares, noise, neighbours, records_may_leave, rho
         As for :func:`measure`.
     randomness
         The noise source recorded in the plan's ledger.
     """
-    eps = as_epsilon(epsilon)
+    gaussian = noise == GAUSSIAN
+    if rho is not None and not gaussian:
+        raise DataValidationError("rho", f"goes with noise={GAUSSIAN!r}; {noise!r} takes epsilon")
+    eps = gaussian_budget(epsilon, rho) if gaussian else as_epsilon(epsilon)
     strategy = strategy or default_strategy(data.schema)
     geo = data.geography
     level_eps = split_budget(eps, level_unit_shares(level_shares, geo.n_levels))
-    if noise not in ("geometric", "laplace"):
-        raise DataValidationError("noise", f"must be 'geometric' or 'laplace', got {noise!r}")
-    deltas = [_level_deltas(strategy, geo, lv, neighbours, records_may_leave) for lv in range(1, geo.n_levels + 1)]
+    if noise not in ("geometric", "laplace", GAUSSIAN):
+        raise DataValidationError("noise", f"must be 'geometric', 'laplace' or {GAUSSIAN!r}, got {noise!r}")
+    sensitivities = level_l2_deltas if gaussian else _level_deltas
+    deltas = [sensitivities(strategy, geo, lv, neighbours, records_may_leave) for lv in range(1, geo.n_levels + 1)]
     matrices = _answer_matrices(strategy, noise, data.knowledge.root_total)
     ledger = PrivacyLedger(randomness=randomness)
+    if gaussian:  # level_eps holds the levels' rhos; the steps' scales are sigma^2
+        steps = plan_gaussian(ledger, strategy, geo, level_eps, deltas)
+        return MeasurementPlan(strategy, (float("inf"),) * geo.n_levels, matrices, steps, ledger, tuple(level_eps))
     steps = _plan(ledger, strategy, geo, level_eps, deltas, noise)
     return MeasurementPlan(strategy, tuple(level_eps), matrices, steps, ledger)
 
@@ -239,6 +251,7 @@ def measure(
     rng=None,
     *,
     records_may_leave: bool = False,
+    rho=None,
 ) -> Measurements:
     """Measure every query set of ``strategy`` at every node; returns noisy answers and a ledger.
 
@@ -262,7 +275,8 @@ def measure(
     level_shares
         Per-level budget shares (default uniform), positive and summing to 1.
     noise
-        ``"geometric"`` (exact discrete Laplace, int64 arithmetic) or ``"laplace"`` (research).
+        ``"geometric"`` (exact discrete Laplace, int64 arithmetic), ``"laplace"`` (research) or
+        ``"discrete-gaussian"`` (zCDP, int64; ``epsilon`` None, :mod:`~dpmodels.topdown.zcdp`).
     neighbours
         ``"substitution"`` (one record changes value, geography included) or ``"add/remove"``.
     rng
@@ -275,6 +289,8 @@ def measure(
         ``max(within, max_a ||A e_a||_1)`` instead of the within-node value (levels of two or more
         nodes already have ``2 max_a ||A e_a||_1``, which covers a removal).  For the default
         strategy nothing changes (within = 2 >= 1 at the root).
+    rho
+        The zCDP budget of the discrete Gaussian, split as an epsilon: ``sigma^2 = Delta_2^2 / (2 rho_q)``.
     """
     rng = make_rng(rng)
     plan = plan_measurement(
@@ -286,6 +302,7 @@ def measure(
         neighbours,
         records_may_leave=records_may_leave,
         randomness=describe(rng),
+        rho=rho,
     )
     geo = data.geography
     hist = data.node_histograms_all()
@@ -295,6 +312,8 @@ def measure(
         for k, r in enumerate(rows):
             by_node[r].append(NodeMeasurement(query.name, noisy[k], variance))
     info = {"neighbours": neighbours, "records_may_leave": records_may_leave}
+    if plan.level_rhos:
+        info.update(rho=sum(plan.level_rhos, Fraction(0)), level_rhos=plan.level_rhos)
     return Measurements(plan.strategy, by_node, plan.ledger, plan.level_epsilons, noise, info)
 
 
@@ -309,7 +328,7 @@ def _answer_matrices(strategy: Strategy, noise: str, population) -> dict[str, sp
     out = {}
     for q in strategy.queries:
         a = sp.csr_matrix(q.matrix)
-        if noise != "geometric":
+        if noise == "laplace":
             out[q.name] = a.astype(np.float64)
             continue
         coefficients = np.asarray(a.data, dtype=np.float64)
@@ -335,6 +354,8 @@ def _noisy_answers(noise: str, answers: sp.spmatrix, scale: Fraction, rng) -> tu
     Exact noise: ``truth + Z`` in int64 (:func:`noisy_integers`), then converted to float64 (post-
     processing of exact integers below ``2^53``, so the conversion is exact).  Laplace: in float64.
     """
+    if noise == GAUSSIAN:
+        return noisy_gaussian_answers(answers, scale, rng)
     truth = answers.toarray()
     if noise == "geometric":
         return noisy_integers(truth, scale, rng).astype(np.float64), double_geometric_variance(scale)
