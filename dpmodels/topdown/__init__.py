@@ -13,6 +13,8 @@ The folder, by what each module holds (the same names mean the same thing in eve
                        the blocks they share
 ``mechanism``          the privacy mechanism: :func:`measure` draws the noisy answers to every
                        query set of the :class:`Strategy` at every node, recording the ledger
+``zcdp``               the mechanism under zCDP: the squared L2 sensitivities of the query sets
+                       (:func:`level_l2_sensitivity`) for the exact discrete Gaussian
 ``release``            the end-to-end private release from declared facts (:func:`release`:
                        person records -> private microdata and per-level histograms)
 ``commands``           the family's ``dpmodels`` commands
@@ -66,6 +68,7 @@ _EXPORTS = {
     "Strategy": "dpmodels.topdown.mechanism",
     "default_strategy": "dpmodels.topdown.mechanism",
     "Measurements": "dpmodels.topdown.mechanism",
+    "level_l2_sensitivity": "dpmodels.topdown.zcdp",
     "QuerySet": "dpmodels.topdown.queries",
     "marginal": "dpmodels.topdown.queries",
     "identity": "dpmodels.topdown.queries",

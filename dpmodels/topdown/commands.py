@@ -187,7 +187,7 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
     _persons_arguments(p)
     std.executor("the solves of a level").add(p)
     add_progress(p)
-    std.add_release_options(p, RELEASE_OUTPUTS)
+    std.add_release_options(p, RELEASE_OUTPUTS, noises=("geometric", "discrete-gaussian"))  # release.RELEASE_NOISES
 
 
 def _measure_arguments(p: argparse.ArgumentParser) -> None:
@@ -240,18 +240,27 @@ def _run_release(args) -> int:
 
     from .layouts import write_ppmf
     from .release import histogram_frame, release, release_facts
+    from .zcdp import gaussian_sampler
 
     _require_blocks(args)
+    gaussian = args.noise == "discrete-gaussian"
 
-    def run(session, data, epsilon) -> ReleaseOutcome:
-        result = release(session, epsilon, executor=args.executor, progress=not args.no_progress)
+    def run(session, data, amount) -> ReleaseOutcome:
+        budget = {"noise": args.noise, "rho": amount if gaussian else None}
+        epsilon = None if gaussian else amount
+        result = release(session, epsilon, executor=args.executor, progress=not args.no_progress, **budget)
         records = result.records(data.schema)
         frames = {
             "--out-microdata": write_ppmf(records) if args.layout == "ppmf" else records,
             "--out-histograms": histogram_frame(data.schema, result),
         }
-        facts = _layout_facts(release_facts(data), args.layout)
-        return ReleaseOutcome(frames, facts, summary=_report_checks(result.checks), details={"checks": result.checks})
+        facts = _layout_facts(release_facts(data, **budget), args.layout)
+        outcome = ReleaseOutcome(
+            frames, facts, summary=_report_checks(result.checks), details={"checks": result.checks}
+        )
+        if gaussian:  # zCDP: the sampler with sigma^2 of every level and query set
+            outcome.details["noise"], outcome.sampler = args.noise, gaussian_sampler(facts.declared)
+        return outcome
 
     spec = ReleaseSpec(
         "topdown",
@@ -259,6 +268,7 @@ def _run_release(args) -> int:
         outputs={flag: getattr(args, flag[2:].replace("-", "_")) for flag in RELEASE_OUTPUTS},
         load=lambda: _load_persons(args),
         run=run,
+        unit="rho" if gaussian else "epsilon",
         name=Path(args.persons).stem,
     )
     return run_release(args, spec)

@@ -1,7 +1,8 @@
 """TopDown releases on a user's data: person records -> private microdata and per-level histograms.
 
 :func:`release` measures through a :class:`~dpmodels.core.session.PrivacySession` (secure
-randomness, exact double-geometric noise, every scale checked before anything is drawn)
+randomness, exact double-geometric noise charged in epsilon, or with ``noise="discrete-gaussian"``
+the exact discrete Gaussian charged in zCDP rho; every scale checked before anything is drawn)
 and post-processes the noisy answers with the public knowledge only: the schema, the
 geography and the invariant totals.  Floating-point Laplace (``noise="laplace"`` of
 :func:`~dpmodels.topdown.mechanism.measure`) stays a research option of ``compare``: it
@@ -32,9 +33,11 @@ from .data import BOUNDING_RULES, PublicKnowledge, Schema, TopDownData
 from .driver import TopDownResult, histogram_frame, topdown
 from .mechanism import Measurements, Strategy, default_strategy, level_unit_shares, measure, plan_measurement
 from .solve import NodeOptions
+from .zcdp import GAUSSIAN, gaussian_facts, level_l2_deltas
 
 __all__ = [
     "RELEASE_NOISE",
+    "RELEASE_NOISES",
     "HARD_CHECKS",
     "NEIGHBOURS",
     "PublicParts",
@@ -44,7 +47,9 @@ __all__ = [
     "histogram_frame",
 ]
 
-RELEASE_NOISE = "geometric"  # the exact double-geometric sampler; the only noise a release draws
+RELEASE_NOISE = "geometric"  # the exact double-geometric sampler: a release's default noise (pure DP)
+#: The noises a release draws: the default, and the exact discrete Gaussian (zCDP, charged in rho).
+RELEASE_NOISES = (RELEASE_NOISE, GAUSSIAN)
 #: The hard public constraints of a release (edits and GQ facts may be relaxed by a logged fallback).
 HARD_CHECKS = ("negative cells", "invariant totals off", "structural zeros off", "inconsistent parents")
 #: The neighbour relation a release is calibrated for (``measure``'s ``neighbours``).
@@ -69,6 +74,8 @@ def release(
     executor=None,
     progress: bool = False,
     noise: str = RELEASE_NOISE,
+    *,
+    rho=None,
 ) -> TopDownResult:
     """Spend ``epsilon`` of ``session`` on one TopDown measurement; returns the post-processed release.
 
@@ -88,7 +95,7 @@ def release(
     session
         The privacy session holding the :class:`~dpmodels.topdown.data.TopDownData`.
     epsilon
-        The budget this release spends from the session.
+        The budget this release spends from the session (None with the discrete Gaussian).
     strategy, level_shares
         The query sets with their shares, and the per-level shares (defaults: the E2E shape,
         uniform levels); public choices, stated by :func:`release_facts`.
@@ -97,19 +104,28 @@ def release(
     executor, progress
         Where the solves of a level run, and whether to show progress.
     noise
-        Must be ``"geometric"`` (exact discrete Laplace); floating-point Laplace is refused.
+        ``"geometric"`` (exact discrete Laplace, pure DP) or ``"discrete-gaussian"`` (exact discrete
+        Gaussian, zCDP: the session charges ``rho``); floating-point Laplace is refused.
+    rho
+        The zCDP budget this release spends with the discrete Gaussian (split as an epsilon would be).
     """
     if options is not None and not isinstance(options, NodeOptions):
         raise DataValidationError("options", f"must be a NodeOptions, got {type(options).__name__}")
     with resolve_executor(executor) as pool:  # a bad executor is refused here, before the draw
-        measured, public = measure_release(session, epsilon, strategy, level_shares, noise)
+        measured, public = measure_release(session, epsilon, strategy, level_shares, noise, rho=rho)
         return topdown(
             measured, public.knowledge, public.schema, public.geography, options, executor=pool, progress=progress
         )
 
 
 def measure_release(
-    session: PrivacySession, epsilon, strategy: Strategy | None = None, level_shares=None, noise: str = RELEASE_NOISE
+    session: PrivacySession,
+    epsilon,
+    strategy: Strategy | None = None,
+    level_shares=None,
+    noise: str = RELEASE_NOISE,
+    *,
+    rho=None,
 ) -> tuple[Measurements, PublicParts]:
     """Spend ``epsilon`` of ``session`` on the TopDown measurement alone: the noisy answers and the
     public parts a post-processing takes.
@@ -118,36 +134,45 @@ def measure_release(
     (``dpmodels measure topdown``, then ``dpmodels postprocess topdown``) with the same
     generator, the two steps give the same release.  The parameters are :func:`release`'s.
     """
-    if noise != RELEASE_NOISE:
+    if noise not in RELEASE_NOISES:
         raise PrivacyParameterError(
             "noise",
-            f"a release draws exact double-geometric noise ({RELEASE_NOISE!r}); {noise!r} is refused "
+            f"a release draws exact noise ({' or '.join(map(repr, RELEASE_NOISES))}); {noise!r} is refused "
             "(floating-point Laplace leaks through its low bits: research comparisons only)",
         )
     # The session charges before it runs the mechanism: everything public is checked first.  The
     # data are read for their declared parts only (geography, schema, the invariant root total).
-    _check_before_charging(session._data, session.private, epsilon, strategy, level_shares)
-    mechanism = _measurement(strategy, level_shares, session.private)
+    _check_before_charging(session._data, session.private, epsilon, strategy, level_shares, noise, rho)
+    mechanism = _measurement(strategy, level_shares, session.private, noise)
+    if noise == GAUSSIAN:
+        return session.run("TopDown measurement", mechanism, rho=rho)
     return session.run("TopDown measurement", mechanism, epsilon)
 
 
-def _measurement(strategy: Strategy | None, level_shares, private: bool):
+def _measurement(strategy: Strategy | None, level_shares, private: bool, noise: str = RELEASE_NOISE):
     """The session's mechanism: exact noisy answers, and the public parts for the post-processing."""
+    gaussian = noise == GAUSSIAN
 
-    def run(data: TopDownData, epsilon, rng):
+    def run(data: TopDownData, amount, rng):
         _require_declared_geography(data, private)
+        epsilon, rho = (None, amount) if gaussian else (amount, None)
         measured = measure(
-            data, epsilon, strategy, level_shares, RELEASE_NOISE, NEIGHBOURS, rng=rng, records_may_leave=True
+            data, epsilon, strategy, level_shares, noise, NEIGHBOURS, rng=rng, records_may_leave=True, rho=rho
         )
         return (measured, PublicParts(data.schema, data.geography, data.knowledge)), measured.ledger
 
     return run
 
 
-def _check_before_charging(data: TopDownData, private: bool, epsilon, strategy: Strategy | None, level_shares) -> None:
+def _check_before_charging(data: TopDownData, private: bool, epsilon, strategy, level_shares, noise, rho) -> None:
     """Refuse, from public facts only, what the mechanism would refuse: nothing is charged or drawn."""
     _require_declared_geography(data, private)
-    plan_measurement(data, epsilon, strategy, level_shares, RELEASE_NOISE, NEIGHBOURS, records_may_leave=True)
+    plan_measurement(data, epsilon, strategy, level_shares, noise, NEIGHBOURS, records_may_leave=True, rho=rho)
+
+
+def _plan(data: TopDownData, strategy: Strategy, level_shares, rho):
+    """The discrete Gaussian measurement a release of ``rho`` makes, planned (recorded, not drawn)."""
+    return plan_measurement(data, None, strategy, level_shares, GAUSSIAN, NEIGHBOURS, records_may_leave=True, rho=rho)
 
 
 def _require_declared_geography(data: TopDownData, private: bool) -> None:
@@ -163,7 +188,13 @@ def _require_declared_geography(data: TopDownData, private: bool) -> None:
 
 
 def release_facts(
-    data: TopDownData, strategy: Strategy | None = None, level_shares=None, options: NodeOptions | None = None
+    data: TopDownData,
+    strategy: Strategy | None = None,
+    level_shares=None,
+    options: NodeOptions | None = None,
+    *,
+    noise: str = RELEASE_NOISE,
+    rho=None,
 ) -> ReleaseFacts:
     """What a TopDown release states in its manifest, from the declared inputs and options only.
 
@@ -182,7 +213,15 @@ def release_facts(
         The per-level budget shares (default uniform over the levels).
     options
         The post-processing options (default :class:`~dpmodels.topdown.solve.NodeOptions`).
+    noise
+        ``"geometric"`` (pure DP) or ``"discrete-gaussian"`` (zCDP: the squared L2 sensitivity of every
+        query set at every level, and given ``rho`` the exact rho and ``sigma^2`` of each, as the
+        measurement's ledger records them; :func:`~dpmodels.topdown.zcdp.gaussian_facts`).
+    rho
+        The release's zCDP budget, with the discrete Gaussian.
     """
+    if noise not in RELEASE_NOISES:
+        raise PrivacyParameterError("noise", f"a release draws {' or '.join(map(repr, RELEASE_NOISES))}, not {noise!r}")
     geo, kn, schema = data.geography, data.knowledge, data.schema
     strategy = strategy or default_strategy(schema)
     shares = level_unit_shares(level_shares, geo.n_levels)
@@ -199,6 +238,12 @@ def release_facts(
         "edits": [e.name for e in kn.edits],
     }
     notes = list(_NOTES)
+    gaussian = noise == GAUSSIAN
+    if gaussian:
+        deltas = [level_l2_deltas(strategy, geo, lv, NEIGHBOURS, True) for lv in range(1, geo.n_levels + 1)]
+        plan = None if rho is None else _plan(data, strategy, shares, rho)
+        declared.update(gaussian_facts(deltas, plan))
+        notes = [_GAUSSIAN_NOTES.get(note, note) for note in notes]
     if data.geography_declared:
         declared["blocks"] = len(geo.leaves)
         declared["regions_per_level"] = [int(v) for v in geo.level_sizes()]
@@ -206,12 +251,12 @@ def release_facts(
         notes.insert(0, _DERIVED_GEOGRAPHY_NOTE)
     return ReleaseFacts(
         privacy_unit="one person (one row of the persons file: its block and its attribute values)",
-        neighbours=f"{NEIGHBOURS}: {_NEIGHBOURS_TEXT}",
+        neighbours=f"{NEIGHBOURS}: {_L2_NEIGHBOURS_TEXT if gaussian else _NEIGHBOURS_TEXT}",
         declared=declared,
         invariants=_invariants(data),
         bounding=BOUNDING_RULES,
         post_processing=_post_processing(options or NodeOptions()),
-        flavor="pure DP",
+        flavor="zCDP" if gaussian else "pure DP",
         notes=tuple(notes),
     )
 
@@ -221,6 +266,13 @@ _NEIGHBOURS_TEXT = (
     "blocks). A replacement that the bounding rules leave out makes the pair a removal, which the calibration "
     "covers: levels of two or more regions have sensitivity 2 max_a |A e_a|_1 per query set, a single-region "
     "level max(within-region substitution, max_a |A e_a|_1)"
+)
+_L2_NEIGHBOURS_TEXT = (
+    "one person's record is replaced by any other record, its block included (a person may move between "
+    "blocks). A replacement that the bounding rules leave out makes the pair a removal, which the calibration "
+    "covers: the squared L2 sensitivity of a query set at a level of two or more regions is "
+    "max(2 max_a |A e_a|_2^2, max_{a != b} |A (e_a - e_b)|_2^2), at a single-region level "
+    "max(max_{a != b} |A (e_a - e_b)|_2^2, max_a |A e_a|_2^2)"
 )
 _DERIVED_GEOGRAPHY_NOTE = (
     "NOT PRIVATE: the geography was derived from the records (the blocks that have persons), so which blocks "
@@ -236,6 +288,14 @@ _NOTES = (
     "noise is exact discrete Laplace added to integer answers in int64; the float64 values the post-processing "
     "reads are exact conversions of the noisy integers",
 )
+#: The notes that differ under zCDP (group privacy of k rows costs k^2 rho; the noise).
+_GAUSSIAN_NOTES = {
+    _NOTES[0]: "the unit is a row of the persons file: a person with k rows is protected at k^2 times the rho "
+    "(zCDP group privacy)",
+    _NOTES[3]: "noise is the exact discrete Gaussian (Canonne-Kamath-Steinke) added to integer answers in int64; the "
+    "float64 values the post-processing reads are exact conversions of the noisy integers, weighed by the "
+    "discrete Gaussian's variance",
+}
 
 
 def _invariants(data: TopDownData) -> dict:

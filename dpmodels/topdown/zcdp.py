@@ -41,8 +41,6 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.gaussian import discrete_gaussian_variance
 from dpmodels.core.noise import as_epsilon, noisy_gaussian_integers
 
-from .queries import _check_neighbours
-
 __all__ = [
     "GAUSSIAN",
     "GAUSSIAN_WORDS",
@@ -62,6 +60,12 @@ GAUSSIAN = "discrete-gaussian"
 GAUSSIAN_WORDS = "exact discrete Gaussian (Canonne-Kamath-Steinke)"
 _INT64_SAFE = 2**62  # Gram entries and their sums of four stay below 2^63
 _BLOCK = 256
+
+
+def _check_neighbours(neighbours: str) -> None:
+    """The relations of :func:`~dpmodels.topdown.queries.level_sensitivity`, refused otherwise."""
+    if neighbours not in ("substitution", "add/remove"):
+        raise DataValidationError("neighbours", f"must be 'substitution' or 'add/remove', got {neighbours!r}")
 
 
 def _integer_columns(matrix: sp.spmatrix) -> sp.csc_matrix:

@@ -433,9 +433,9 @@ def test_cli_refuses_a_rho_release_on_an_epsilon_budget_and_rho_elsewhere(tmp_pa
         plain = [*_pgsr_files(tmp_path), "--N", "4", "--out", str(out)]
         assert cli.main([*plain, *flags]) == 2
         assert message in capsys.readouterr().err and not out.exists()
-    for family in (f.name for f in cli.FAMILIES if f.release):  # only PGSR draws a zCDP noise so far
+    for family in (f.name for f in cli.FAMILIES if f.release):  # only PGSR and TopDown draw a zCDP noise so far
         assert cli.main(["release", family, "--help"]) == 0
-        assert ("--rho" in capsys.readouterr().out) == (family == "pgsr")
+        assert ("--rho" in capsys.readouterr().out) == (family in ("pgsr", "topdown"))
 
 
 def test_the_memory_estimate_reads_the_gaussian_domains():
