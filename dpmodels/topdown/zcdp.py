@@ -184,12 +184,14 @@ def level_l2_deltas(strategy, geo, level: int, neighbours: str, records_may_leav
     """
     nodes = int(geo.level_sizes()[level - 1])
     holds_all = not records_may_leave and bool(geo.level[geo.leaves].min() >= level)
+    _check_neighbours(neighbours)
     out = {}
     for q in strategy.queries:
         try:
-            out[q.name] = level_l2_sensitivity(q.matrix, nodes, neighbours, holds_all=holds_all)
-        except DataValidationError as err:
+            _integer_columns(q.matrix)
+        except DataValidationError as err:  # name the query set
             raise DataValidationError(f"query set {q.name!r}", err.problem) from None
+        out[q.name] = level_l2_sensitivity(q.matrix, nodes, neighbours, holds_all=holds_all)
         if out[q.name] == 0:
             raise DataValidationError(
                 f"query set {q.name!r}",

@@ -323,6 +323,7 @@ def test_the_geometric_default_is_unchanged(tiny):
         (1, {"noise": "laplace", "rho": 1}, "rho"),
         (None, {"noise": "discrete-gaussian", "rho": 0}, "rho"),
         (None, {"noise": "discrete-gaussian", "rho": "-1"}, "rho"),
+        (None, {"noise": "discrete-gaussian", "rho": 1, "neighbours": "bounded"}, "neighbours"),
     ],
 )
 def test_mixed_units_are_refused(tiny, epsilon, options, field):
