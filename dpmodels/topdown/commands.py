@@ -192,7 +192,8 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
 
 def _measure_arguments(p: argparse.ArgumentParser) -> None:
     _persons_arguments(p)
-    std.add_release_options(p, {"--out": "where to write the measurement table (.csv, or .parquet)"})
+    outputs = {"--out": "where to write the measurement table (.csv, or .parquet)"}
+    std.add_release_options(p, outputs, noises=("geometric", "discrete-gaussian"))  # release.RELEASE_NOISES
     p.add_argument("--facts", help="where to write the declared facts JSON (default: beside --out, .facts.json)")
 
 

@@ -25,12 +25,15 @@ def run_measure_command(args, load) -> int:
     from .measurements import measurement_set, public_facts
     from .release import measure_release, release_facts
 
-    def run(session, data, epsilon) -> ReleaseOutcome:
-        measured, public = measure_release(session, epsilon)
+    gaussian = args.noise == "discrete-gaussian"
+
+    def run(session, data, amount) -> ReleaseOutcome:
+        budget = {"noise": args.noise, "rho": amount if gaussian else None}
+        measured, public = measure_release(session, None if gaussian else amount, **budget)
         facts = public_facts(public.schema, public.geography, public.knowledge, measured.strategy)
         found = measurement_set(measured, facts, f"dpmodels measure topdown ({session.randomness})")
         stated = dataclasses.replace(
-            release_facts(data), post_processing="none: the output is the noisy measurement set (postprocess)"
+            release_facts(data, **budget), post_processing="none: the output is the noisy measurement set (postprocess)"
         )
         frames = {"--out": found.table, "--facts": found.facts()}
         return ReleaseOutcome(frames, stated, details={"rows": len(found.table)})
@@ -41,6 +44,7 @@ def run_measure_command(args, load) -> int:
         outputs={"--out": args.out, "--facts": facts_path(args.out, args.facts)},
         load=load,
         run=run,
+        unit="rho" if gaussian else "epsilon",
         name=Path(args.persons).stem,
     )
     return run_release(args, spec)
@@ -83,7 +87,7 @@ def run_postprocess_command(args) -> int:
             "family": "topdown",
             "step": "postprocess",
             "noise_source": found.source,
-            "budget_spent_by_the_measurement": {"epsilon": str(sum(measured.level_epsilons))},
+            "budget_spent_by_the_measurement": measured.info["budget"],
             "budget_spent_here": "none: post-processing of noisy answers and declared facts only",
             "checks": result.checks,
             "inputs": {flag: file_record(path) for flag, path in inputs.items()},

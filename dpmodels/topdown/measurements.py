@@ -14,6 +14,7 @@ be one per (node, query set), as in the driver.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -90,7 +91,10 @@ def measurement_set(measured: Measurements, public: dict, source: str) -> Measur
     source : str
         Who drew the noise, in words.
     """
-    mechanism = {"geometric": "discrete-laplace", "laplace": "laplace"}[measured.mechanism]
+    names_of = {"geometric": "discrete-laplace", "laplace": "laplace", "discrete-gaussian": "discrete-gaussian"}
+    mechanism = names_of[measured.mechanism]
+    gaussian = mechanism == "discrete-gaussian"
+    level_budgets = measured.info["level_rhos"] if gaussian else measured.level_epsilons
     names = [pair[0] for pair in public["geography"]]
     level_of = _levels(public["geography"])
     shares = dict(zip([q.name for q in measured.strategy.queries], measured.strategy.shares, strict=True))
@@ -99,7 +103,7 @@ def measurement_set(measured: Measurements, public: dict, source: str) -> Measur
     for region, answers in enumerate(measured.by_node):
         level = level_of[names[region]]
         for answer in answers:
-            spent = measured.level_epsilons[level - 1] * shares[answer.query]
+            spent = level_budgets[level - 1] * shares[answer.query]
             parts.append(
                 pd.DataFrame(
                     {
@@ -110,7 +114,7 @@ def measurement_set(measured: Measurements, public: dict, source: str) -> Measur
                         "mechanism": mechanism,
                         "scale": str(scales[f"level {level} / {answer.query}"]),
                         "variance": answer.variance,
-                        "budget_unit": "epsilon",
+                        "budget_unit": "rho" if gaussian else "epsilon",
                         "budget": str(spent),
                     }
                 )
@@ -168,10 +172,11 @@ def measurements_from_set(found: MeasurementSet) -> tuple[Measurements, PublicIn
     if extra:
         raise DataValidationError("measurements", f"node and query not declared: {sorted(extra)[:3]}")
     by_node = [[_answer(by_key, name, q) for q in queries] for name in geo.names]
-    epsilons = _level_epsilons(table, geo)
-    return Measurements(
-        inputs.strategy, by_node, None, epsilons, "measured elsewhere", {"source": found.source}
-    ), inputs
+    spent = _level_budgets(table, geo)
+    pure = set(spent) == {"epsilon"}
+    epsilons = spent["epsilon"] if pure else (math.inf,) * geo.n_levels  # no pure-DP epsilon otherwise
+    info = {"source": found.source, "budget": {unit: str(sum(levels)) for unit, levels in spent.items()}}
+    return Measurements(inputs.strategy, by_node, None, epsilons, "measured elsewhere", info), inputs
 
 
 def _answer(by_key: dict, node: str, query: QuerySet) -> NodeMeasurement:
@@ -190,10 +195,12 @@ def _answer(by_key: dict, node: str, query: QuerySet) -> NodeMeasurement:
     return NodeMeasurement(query.name, values, float(variances[0]))
 
 
-def _level_epsilons(table: pd.DataFrame, geo: Hierarchy) -> tuple[Fraction, ...]:
-    """Per level, what the set says it spent (query sets add up; nodes of a level are disjoint)."""
+def _level_budgets(table: pd.DataFrame, geo: Hierarchy) -> dict[str, tuple[Fraction, ...]]:
+    """Per budget unit and level, what the set says it spent (query sets add up; nodes of a level are
+    disjoint, so a level counts each query set's largest per-row budget)."""
     level = table["node"].map(dict(zip(geo.names, geo.level, strict=True)))
-    spent = [Fraction(0)] * geo.n_levels
-    for (lv, _query), rows in table.groupby([level, table["query"]]):
-        spent[int(lv) - 1] += max(Fraction(b) for b in rows["budget"].unique())
-    return tuple(spent)
+    spent: dict[str, list[Fraction]] = {}
+    for (unit, lv, _query), rows in table.groupby([table["budget_unit"], level, table["query"]]):
+        levels = spent.setdefault(unit, [Fraction(0)] * geo.n_levels)
+        levels[int(lv) - 1] += max(Fraction(b) for b in rows["budget"].unique())
+    return {unit: tuple(levels) for unit, levels in spent.items()}
