@@ -134,19 +134,41 @@ def test_literal_model3_gives_invalid_smaller_optimum(running_example):
     assert (M.released_counts(literal) < -0.5).any()
 
 
-@settings(max_examples=25)
-@given(st.integers(0, 10**6), st.integers(1, 3), st.integers(0, 4))
-def test_relaxations_bound_the_integer_optima(seed, N, G):
+def _relaxation_case(seed, N, G):
     rng = np.random.default_rng(seed)
     data = random_tree(seed=seed, depth=3, branching=(1, 2), N=N, G=G)
     h = data.hierarchy
     noise = rng.integers(-2, 3, data.counts.shape)
     noisy = NoisyGroupSizes(h, data.counts + noise, G)
-    cum = NoisyGroupSizes(h, cumulative(data.counts) + noise, G, "cumulative")
+    return noisy, NoisyGroupSizes(h, cumulative(data.counts) + noise, G, "cumulative")
+
+
+@settings(max_examples=25)
+@given(st.integers(0, 10**6), st.integers(1, 3), st.integers(0, 4))
+def test_relaxations_bound_the_integer_optima(seed, N, G):
+    """The relaxed QP (Clarabel, interior point, to 1e-8) never exceeds the integer optimum (SCIP).
+
+    HiGHS is not the oracle here: its QP solver ran without end on seed 4963 (see the next test)."""
+    noisy, cum = _relaxation_case(seed, N, G)
     for build, data_ in ((M.build_hierarchical_qip, noisy), (M.build_cumulative_qip, cum)):
         exact = SolverFactory("scip_direct").solve(build(data_)).incumbent_objective
-        relaxed = SolverFactory("highs").solve(build(data_, relax=True)).incumbent_objective
-        assert relaxed <= exact + 1e-6
+        relaxed = SolverFactory("clarabel").solve(build(data_, relax=True)).incumbent_objective
+        assert relaxed <= exact + 1e-6 * max(1.0, abs(exact))
+
+
+def test_a_qp_that_highs_does_not_finish_stops_at_the_time_limit_and_is_not_called_optimal():
+    """HiGHS 1.16's QP solver iterated for minutes on this 7-region relaxed Model 1 (found by the test
+    above): through the facade, a time limit stops it, reported as a time-limited feasible point, or
+    (a fixed HiGHS) as the optimum 26 that Clarabel and SCIP find."""
+    import dpmodels
+
+    noisy, _ = _relaxation_case(4963, 2, 2)
+    result = dpmodels.solve(M.build_hierarchical_qip(noisy, relax=True), "highs", time_limit=2)
+    if result.termination_condition.name == "convergenceCriteriaSatisfied":
+        assert abs(result.incumbent_objective - 26) < 1e-6
+    else:
+        assert result.termination_condition.name == "maxTimeLimit"
+        assert result.solution_status.name != "optimal"
 
 
 def test_node_subproblem_matches_min_plus(running_example):
