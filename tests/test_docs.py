@@ -123,6 +123,7 @@ def _release_inputs(folder: Path) -> None:
     (folder / "visits.csv").write_text("user,record\nann,home\nben,park\n")
 
 
+@pytest.mark.slow  # 18-31 s of subprocesses; tests/test_release_runner.py runs every release by default
 def test_releases_page_runs_command_by_command(tmp_path):
     """Every command of the releases page, in order, in a fresh process each; ``# exit 2`` marks the
     refusals the text promises.  Then what the text claims: the budget is spent, the last run replaced

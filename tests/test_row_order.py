@@ -65,7 +65,7 @@ def _shuffled(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
     return frame.iloc[rng.permutation(len(frame))][columns]
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_labelled_matrices_are_matched_by_region_and_size(example, seed):
     frame = example.to_frame()
