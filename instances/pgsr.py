@@ -266,7 +266,7 @@ def from_csv(
                 raise
             raise DataValidationError(where, f"{err.field}: {err.problem}") from err
     frame = read_table(counts, ["region"], field="counts", dtype={"region": str}, keep_default_na=True)
-    wide, sparse = _wide_counts(frame, counts)
+    wide, sparse = _wide_counts(frame, where)
     given = wide.index.intersection([tree.names[i] for i in tree.internal])
     leaf_names = [tree.names[i] for i in tree.leaves]
     leaf = wide.reindex(leaf_names, fill_value=0).to_numpy()  # absent leaves count zero; others are left out
@@ -276,7 +276,7 @@ def from_csv(
         if err.field in ("N", "z_max", "overflow"):
             raise
         raise DataValidationError(where, f"{err.field}: {err.problem}") from err
-    _check_internal_rows(tree, wide, given, data, counts)
+    _check_internal_rows(tree, wide, given, data, where)
     return data
 
 

@@ -125,3 +125,18 @@ def test_a_table_in_memory_reads_as_its_file(tmp_path):
     ours = submodular_csv.from_frame(frame(s["--coverage"]), elements=frame(s["--elements"]), **declared)
     theirs = submodular_csv.from_csv(s["--coverage"], elements=s["--elements"], **declared)
     assert ours.labels == theirs.labels and ours.function(list(range(3))) == theirs.function(list(range(3)))
+
+
+def test_whole_float_labels_read_as_their_integers():
+    """A label column that pandas or Parquet holds as float (12.0, a missing value beside it) names the
+    same regions as the CSV's 12: read as 12.0 it named none, and every record was left out."""
+    from dpmodels.core.hierarchy import Hierarchy
+    from dpmodels.core.tables import read_table
+    from dpmodels.instances import pgsr
+
+    frame = pd.DataFrame({"region": [12.0, np.nan, 13.0], "x": [0.5, 1.0, 2.0]})
+    assert read_table(frame).to_dict("list") == {"region": ["12", "", "13"], "x": ["0.5", "1.0", "2.0"]}
+    tree = Hierarchy.from_parent_table({"1": None, "12": "1", "13": "1"})
+    records = pd.DataFrame({"user": ["a", "b", "c"], "unit": ["u", "u", "v"], "region": [12.0, 12.0, 13.0]})
+    data = pgsr.from_frame(tree, records=records.assign(quantity=1), N=3)
+    assert data.G == 2 and data.counts[0].tolist() == [1, 1, 0]

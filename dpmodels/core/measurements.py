@@ -195,7 +195,9 @@ def check_table(table: pd.DataFrame, where: str) -> pd.DataFrame:
     unit = ~out["budget_unit"].isin(("epsilon", "rho")).to_numpy()
     _refuse_rows(np.flatnonzero(unit), where, "budget_unit", "is not epsilon or rho")
     out["budget"] = _fractions(out["budget"].astype(str).str.strip(), "budget", where)
-    out["scale"] = out["scale"].astype(str).str.strip()
+    out["scale"] = _fractions(out["scale"].astype(str).str.strip(), "scale", where)
+    out["cell"] = out["cell"].map(lambda c: str(int(c)) if c.isdigit() else c)  # "01" and "1" are one cell
+    _check_variances(out, where)
     twice = out.duplicated(["node", "query", "cell"]).to_numpy()
     _refuse_rows(np.flatnonzero(twice), where, "node, query, cell", "measured twice (one row per value)")
     return out.reset_index(drop=True)
@@ -220,6 +222,27 @@ def _fractions(column: pd.Series, name: str, where: str) -> pd.Series:
             raise DataValidationError(where, f"column {name!r} on data row {row + 1} is not a number >= 0: {text!r}")
         exact[text] = str(frac)
     return column.map(exact)
+
+
+def _check_variances(table: pd.DataFrame, where: str) -> None:
+    """A discrete Laplace or discrete Gaussian row's variance must be its scale's (within 1e-9,
+    relative): a scale that disagrees would size the truncated domains for another noise."""
+    from .gaussian import discrete_gaussian_variance
+    from .noise import double_geometric_variance
+
+    laws = {"discrete-laplace": double_geometric_variance, "discrete-gaussian": discrete_gaussian_variance}
+    for (mechanism, scale), rows in table.groupby(["mechanism", "scale"]):
+        if mechanism not in laws or Fraction(scale) <= 0:
+            continue
+        expected = laws[mechanism](Fraction(scale))
+        wrong = np.flatnonzero(np.abs(rows["variance"].to_numpy() - expected) > 1e-9 * expected)
+        if wrong.size:
+            row = int(rows.index[wrong[0]])
+            raise DataValidationError(
+                where,
+                f"column 'variance' on data row {row + 1} is not the {mechanism} variance of scale {scale} "
+                f"({expected:.12g})",
+            )
 
 
 def _refuse_rows(rows: np.ndarray, where: str, column: str, problem: str) -> None:

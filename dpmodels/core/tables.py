@@ -88,7 +88,8 @@ def read_table(
     A CSV is read as UTF-8 text with a header; its columns are text unless ``csv_options`` says
     otherwise (passed to :func:`pandas.read_csv`).  A DataFrame or a Parquet file is read the same
     way: the columns a CSV would read as text become text (a missing value becomes ``""``, as an
-    empty CSV cell), the others keep their types, and labels held in the index (``region`` as the
+    empty CSV cell; a float column of whole numbers is written as integers, ``12`` not ``12.0``),
+    the others keep their types, and labels held in the index (``region`` as the
     index, say) count as columns.
 
     Parameters
@@ -173,9 +174,21 @@ def _as_read(frame: pd.DataFrame, options: dict) -> pd.DataFrame:
     blank = not options.get("keep_default_na", True)
     for column in text:
         missing = frame[column].isna()
-        values = frame[column].astype(object).map(lambda v: v if isinstance(v, str) else str(v))
+        values = _integral_floats(frame[column]).astype(object).map(lambda v: v if isinstance(v, str) else str(v))
         frame[column] = values.where(~missing, "" if blank else np.nan)
     return frame
+
+
+def _integral_floats(column: pd.Series) -> pd.Series:
+    """A float column whose values are all whole numbers as integers (a column of integer labels that
+    pandas made float because of a missing value, or Parquet stored as double): its text is then
+    ``12``, as in a CSV, not ``12.0``, which would name no declared label."""
+    if not pd.api.types.is_float_dtype(column):
+        return column
+    finite = column.dropna()
+    if finite.empty or not np.isfinite(finite).all() or (finite % 1 != 0).any():
+        return column
+    return column.astype("Int64")
 
 
 def align_rows(table, labels: Sequence, field: str, *, column: str | None = None) -> pd.DataFrame:

@@ -127,7 +127,7 @@ def epsilon_of_rho(rho, delta) -> Fraction:
         options={"xatol": 1e-12},
     )
     alpha = 1 + Fraction(math.exp(found.x))
-    return round_up(_cks_at(r, d, alpha))
+    return max(round_up(_cks_at(r, d, alpha)), Fraction(0))  # a negative bound means (0, delta)-DP holds
 
 
 def bun_steinke_epsilon(rho, delta) -> Fraction:

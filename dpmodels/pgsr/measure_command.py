@@ -97,7 +97,7 @@ def run_postprocess_command(args) -> int:
             "status": result.status,
             "solver": result.solver,
             "noise_source": measurements.source,
-            "budget_spent_by_the_measurement": noisy.info["budget"],
+            "budget_stated_by_the_measurement_file": noisy.info["budget"],
             "budget_spent_here": "none: post-processing of noisy values and declared facts only",
             "inputs": {flag: file_record(path) for flag, path in inputs.items()},
             "outputs": {"--out": out},

@@ -87,7 +87,7 @@ def run_postprocess_command(args) -> int:
             "family": "topdown",
             "step": "postprocess",
             "noise_source": found.source,
-            "budget_spent_by_the_measurement": measured.info["budget"],
+            "budget_stated_by_the_measurement_file": measured.info["budget"],
             "budget_spent_here": "none: post-processing of noisy answers and declared facts only",
             "checks": result.checks,
             "inputs": {flag: file_record(path) for flag, path in inputs.items()},

@@ -95,3 +95,9 @@ def test_the_ledger_advanced_compositions_never_round_down(eps0, k, delta):
 def test_delta_outside_0_1_is_refused(bad):
     with pytest.raises(PrivacyParameterError, match="delta"):
         epsilon_of_rho(1, bad)
+
+
+def test_a_bound_below_zero_is_reported_as_zero():
+    """At a tiny rho and a large delta the CKS bound is negative: (0, delta)-DP holds, and 0 is reported."""
+    assert epsilon_of_rho(Fraction(1, 10**8), Fraction(1, 2)) == 0
+    assert epsilon_of_rho(Fraction(1, 2), Fraction(1, 10**6)) > 5

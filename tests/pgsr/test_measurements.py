@@ -59,7 +59,15 @@ def _set(data, change) -> MeasurementSet:
     "change, message",
     [
         (lambda t: t.iloc[1:], "no value for node"),
-        (lambda t: t.assign(variance=np.where(t.index == 5, 99.0, t["variance"])), "level 1 has 2 variances"),
+        (
+            lambda t: t.assign(
+                variance=np.where(t.index == 5, 99.0, t["variance"]),
+                mechanism=np.where(t.index == 5, "laplace", t["mechanism"]),
+            ),
+            "level 1 has 2 variances",
+        ),
+        (lambda t: t.assign(variance=np.where(t.index == 5, 99.0, t["variance"])), "not the discrete-laplace variance"),
+        (lambda t: t.assign(scale="wide"), "column 'scale'"),
         (lambda t: t.assign(mechanism="coin flip"), "mechanism"),
         (lambda t: t.assign(variance=-1.0), "must be > 0"),
         (lambda t: t.assign(cell=np.where(t.index == 3, "0", t["cell"])), "not a size"),
@@ -95,7 +103,7 @@ def test_measure_then_postprocess_is_the_release(tmp_path, kind, mechanism):
     assert cli.main([*argv, "-q"]) == 0
     assert post.read_bytes() == released.read_bytes()
     manifest = json.loads(post.with_name("post.manifest.json").read_text())
-    assert "dpmodels measure pgsr" in manifest["noise_source"] and manifest["budget_spent_by_the_measurement"]
+    assert "dpmodels measure pgsr" in manifest["noise_source"] and manifest["budget_stated_by_the_measurement_file"]
 
 
 def test_opendp_noise_is_post_processed_from_the_command_line(tmp_path, data):

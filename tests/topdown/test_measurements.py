@@ -72,7 +72,13 @@ def test_rows_in_any_order_are_matched_by_label(measured):
     "change, message",
     [
         (lambda t: t.iloc[1:], "needs cells"),
-        (lambda t: t.assign(variance=np.where(t.index == 4, 5.0, t["variance"])), "2 variances"),
+        (
+            lambda t: t.assign(
+                variance=np.where(t.index == 4, 5.0, t["variance"]),
+                mechanism=np.where(t.index == 4, "gaussian", t["mechanism"]),
+            ),
+            "2 variances",
+        ),
         (lambda t: t.assign(query=np.where(t.index == 0, "age", t["query"])), "not declared"),
     ],
 )
@@ -126,7 +132,7 @@ def test_measure_then_postprocess_is_the_release(case, tmp_path):
         pd.read_parquet(post_hist).astype(str), pd.read_csv(hist, dtype=str), check_dtype=False
     )
     manifest = json.loads((tmp_path / "p.manifest.json").read_text())
-    assert "dpmodels measure topdown" in manifest["noise_source"] and manifest["budget_spent_by_the_measurement"]
+    assert "dpmodels measure topdown" in manifest["noise_source"] and manifest["budget_stated_by_the_measurement_file"]
 
 
 def test_a_zcdp_measurement_file_gives_the_same_release(data, tmp_path):
@@ -155,4 +161,4 @@ def test_measure_under_zcdp_then_postprocess_is_the_release(case, tmp_path):
     assert (tmp_path / "p.csv").read_bytes() == micro.read_bytes()
     assert (tmp_path / "p-hist.csv").read_bytes() == hist.read_bytes()
     manifest = json.loads((tmp_path / "p.manifest.json").read_text())
-    assert manifest["budget_spent_by_the_measurement"] == {"rho": "1/2"}
+    assert manifest["budget_stated_by_the_measurement_file"] == {"rho": "1/2"}
