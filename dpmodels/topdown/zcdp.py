@@ -78,11 +78,10 @@ def _integer_columns(matrix: sp.spmatrix) -> sp.csc_matrix:
             "has non-integer coefficients: exact integer noise needs integer answers (a fractional part would "
             "survive the noise and tell neighbouring data apart)",
         )
-    a = a.astype(np.int64)
-    largest = int(np.abs(a.data).max()) if a.nnz else 0
+    largest = int(np.abs(values).max()) if a.nnz else 0  # measured before the int64 cast, which could wrap
     if 4 * largest**2 * max(a.shape[0], 1) >= _INT64_SAFE:
         raise DataValidationError("query set", "coefficients too large for exact squared L2 sensitivities")
-    return a
+    return a.astype(np.int64)
 
 
 def _column_norms(a: sp.csc_matrix) -> np.ndarray:
