@@ -32,7 +32,15 @@ from fractions import Fraction
 import numpy as np
 
 from .errors import PrivacyParameterError
-from .samplers import EXACT_LIMIT, bernoulli_exp, bernoulli_exp_scalar, discrete_laplace, raw_words, uniform_below
+from .samplers import (
+    EXACT_LIMIT,
+    bernoulli_exp,
+    bernoulli_exp_scalar,
+    discrete_laplace,
+    positive_fraction,
+    raw_words,
+    uniform_below,
+)
 
 __all__ = [
     "discrete_gaussian",
@@ -50,26 +58,9 @@ _MASK = (1 << _WORD) - 1
 
 
 # ----------------------------------------------------------------------------- parameters
-def _positive_fraction(value, field: str) -> Fraction:
-    """``value`` (int, Fraction, decimal string, or float read exactly) as a positive Fraction."""
-    if isinstance(value, bool):
-        raise PrivacyParameterError(field, f"must be a positive number, got {value!r}")
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise PrivacyParameterError(field, f"must be finite and > 0, got {value!r}")
-        value = Fraction(*value.as_integer_ratio())
-    try:
-        frac = Fraction(value)
-    except (TypeError, ValueError):
-        raise PrivacyParameterError(field, f"must be a rational number, got {value!r}") from None
-    if frac <= 0:
-        raise PrivacyParameterError(field, f"must be > 0, got {value!r}")
-    return frac
-
-
 def _gaussian_parameters(sigma2) -> tuple[int, int, int]:
     """``(p, q, t)``: ``sigma2 = p/q`` in lowest terms and the Laplace scale ``t = floor(sqrt(p/q)) + 1``."""
-    var = _positive_fraction(sigma2, "sigma2")
+    var = positive_fraction(sigma2, "sigma2")
     p, q = var.numerator, var.denominator
     t = math.isqrt(p * q) // q + 1
     if t >= SCALE_LIMIT:
@@ -233,7 +224,7 @@ _DIRECT_UP_TO = 400.0  # sigma2 <= 400 (sigma <= 20): direct sums; beyond, the d
 
 
 def _sigma2_float(sigma2) -> float:
-    frac = _positive_fraction(sigma2, "sigma2")
+    frac = positive_fraction(sigma2, "sigma2")
     try:
         return float(frac)
     except OverflowError:

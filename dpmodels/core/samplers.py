@@ -36,6 +36,7 @@ _GAUSSIAN = ("discrete_gaussian", "discrete_gaussian_pmf", "discrete_gaussian_cd
 
 __all__ = [
     "EXACT_LIMIT",
+    "positive_fraction",
     "exact_fraction",
     "uniform_below",
     "uniform_below_int",
@@ -51,17 +52,34 @@ _K_CAP = 127  # Alg. 1's counter: den * K < 2^63; P(K > 127) = 1/127! (handled e
 _V_CAP = 255  # geometric part of Alg. 2: t * V < 2^63; P(V > 255) = e^-256 (refused, never wrapped)
 
 
-def exact_fraction(value, field: str) -> Fraction:
-    """``value`` (int, Fraction, or float read exactly) as a positive Fraction within :data:`EXACT_LIMIT`."""
+def positive_fraction(value, field: str) -> Fraction:
+    """``value`` (int, Fraction, decimal string, or float read exactly) as a positive Fraction.
+
+    Parameters
+    ----------
+    value : int, Fraction, str or float
+        The number; a float is read exactly (``0.1`` is ``3602879701896397/2^55``).
+    field : str
+        The parameter named in errors.
+    """
     if isinstance(value, bool):
         raise PrivacyParameterError(field, f"must be a positive number, got {value!r}")
     if isinstance(value, float):
         if not math.isfinite(value):
             raise PrivacyParameterError(field, f"must be finite and > 0, got {value!r}")
         value = Fraction(*value.as_integer_ratio())
-    frac = Fraction(value)
+    try:
+        frac = Fraction(value)
+    except (TypeError, ValueError):
+        raise PrivacyParameterError(field, f"must be a rational number, got {value!r}") from None
     if frac <= 0:
         raise PrivacyParameterError(field, f"must be > 0, got {value!r}")
+    return frac
+
+
+def exact_fraction(value, field: str) -> Fraction:
+    """``value`` (int, Fraction, or float read exactly) as a positive Fraction within :data:`EXACT_LIMIT`."""
+    frac = positive_fraction(value, field)
     if frac.numerator >= EXACT_LIMIT or frac.denominator >= EXACT_LIMIT:
         raise PrivacyParameterError(
             field,

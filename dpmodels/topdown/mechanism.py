@@ -39,7 +39,7 @@ from dpmodels.core.noise import (
 from dpmodels.core.randomness import describe
 
 from .data import Schema, TopDownData
-from .queries import QuerySet, identity, level_sensitivity, marginal
+from .queries import QuerySet, identity, level_sensitivity, marginal, require_measurable
 from .zcdp import GAUSSIAN, gaussian_budget, level_l2_deltas, noisy_gaussian_answers, plan_gaussian
 
 __all__ = [
@@ -172,13 +172,9 @@ def _level_deltas(strategy: Strategy, geo, level: int, neighbours: str, records_
     holds_all = not records_may_leave and bool(geo.level[geo.leaves].min() >= level)
     out = {}
     for q in strategy.queries:
-        out[q.name] = level_sensitivity(q.matrix, nodes, neighbours, holds_all=holds_all)
-        if out[q.name] == 0:
-            raise DataValidationError(
-                f"query set {q.name!r}",
-                f"has sensitivity 0 at level {level} ({nodes} node) under {neighbours} neighbours (e.g. the "
-                "total at the root under substitution, which is public); model it as an invariant instead",
-            )
+        out[q.name] = require_measurable(
+            q.name, level_sensitivity(q.matrix, nodes, neighbours, holds_all=holds_all), level, nodes, neighbours
+        )
     return out
 
 

@@ -19,6 +19,8 @@ from dpmodels.core.errors import DataValidationError
 from .data import Schema
 
 __all__ = [
+    "check_neighbours",
+    "require_measurable",
     "QuerySet",
     "kron_query",
     "marginal",
@@ -123,7 +125,8 @@ def grouping_matrix(values: Sequence[str], groups: Mapping[str, Sequence[str]]) 
     return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(groups), len(values)))
 
 
-def _check_neighbours(neighbours: str) -> None:
+def check_neighbours(neighbours: str) -> None:
+    """The relations :func:`level_sensitivity` knows, refused otherwise (naming the field)."""
     if neighbours not in ("substitution", "add/remove"):
         raise DataValidationError("neighbours", f"must be 'substitution' or 'add/remove', got {neighbours!r}")
 
@@ -138,7 +141,7 @@ def sensitivity(matrix: sp.spmatrix, neighbours: str = "substitution", exact_lim
     This is the sensitivity of a single-node level only: a geography level of several nodes,
     where a record can also change node, needs :func:`level_sensitivity`.
     """
-    _check_neighbours(neighbours)
+    check_neighbours(neighbours)
     a = sp.csc_matrix(matrix, dtype=np.float64)
     norms = np.asarray(abs(a).sum(axis=0)).ravel()
     if neighbours == "add/remove":
@@ -174,7 +177,7 @@ def level_sensitivity(
     level), one can also enter or leave it, adding ``Delta_add`` as a candidate.  Under
     add/remove it is ``Delta_add`` at every level (one record joins or leaves one node).
     """
-    _check_neighbours(neighbours)
+    check_neighbours(neighbours)
     if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
         raise DataValidationError("nodes", f"must be a positive integer (nodes in the level), got {nodes!r}")
     add = sensitivity(matrix, "add/remove")
@@ -198,3 +201,27 @@ def is_identity(matrix, n: int) -> bool:
     """
     a = sp.csr_matrix(matrix)
     return a.shape == (n, n) and a.nnz == n and bool((a.diagonal() == 1).all())
+
+
+def require_measurable(name: str, sensitivity, level: int, nodes: int, neighbours: str):
+    """``sensitivity``, refused when it is 0: such a query set (the total at the root under substitution)
+    is public and cannot be measured; it is an invariant.
+
+    Parameters
+    ----------
+    name : str
+        The query set's name.
+    sensitivity : int or float
+        Its (L1 or squared L2) sensitivity at ``level``.
+    level, nodes : int
+        The level and its number of nodes.
+    neighbours : str
+        The neighbour relation.
+    """
+    if sensitivity == 0:
+        raise DataValidationError(
+            f"query set {name!r}",
+            f"has sensitivity 0 at level {level} ({nodes} node) under {neighbours} neighbours (e.g. the "
+            "total at the root under substitution, which is public); model it as an invariant instead",
+        )
+    return sensitivity

@@ -41,6 +41,8 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.gaussian import discrete_gaussian_variance
 from dpmodels.core.noise import as_epsilon, noisy_gaussian_integers
 
+from .queries import check_neighbours, require_measurable
+
 __all__ = [
     "GAUSSIAN",
     "GAUSSIAN_WORDS",
@@ -60,12 +62,6 @@ GAUSSIAN = "discrete-gaussian"
 GAUSSIAN_WORDS = "exact discrete Gaussian (Canonne-Kamath-Steinke)"
 _INT64_SAFE = 2**62  # Gram entries and their sums of four stay below 2^63
 _BLOCK = 256
-
-
-def _check_neighbours(neighbours: str) -> None:
-    """The relations of :func:`~dpmodels.topdown.queries.level_sensitivity`, refused otherwise."""
-    if neighbours not in ("substitution", "add/remove"):
-        raise DataValidationError("neighbours", f"must be 'substitution' or 'add/remove', got {neighbours!r}")
 
 
 def _integer_columns(matrix: sp.spmatrix) -> sp.csc_matrix:
@@ -122,7 +118,7 @@ def l2_sensitivity(matrix: sp.spmatrix, neighbours: str = "substitution", exact_
     (see the module docstring for the bound beyond ``exact_limit`` cells).  A level of
     several nodes, where a record can also change node, needs :func:`level_l2_sensitivity`.
     """
-    _check_neighbours(neighbours)
+    check_neighbours(neighbours)
     a = _integer_columns(matrix)
     norms = _column_norms(a)
     if neighbours == "add/remove":
@@ -158,7 +154,7 @@ def level_l2_sensitivity(
     exact_limit
         The most cells ``within`` is computed over exactly.
     """
-    _check_neighbours(neighbours)
+    check_neighbours(neighbours)
     if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
         raise DataValidationError("nodes", f"must be a positive integer (nodes in the level), got {nodes!r}")
     a = _integer_columns(matrix)
@@ -183,20 +179,15 @@ def level_l2_deltas(strategy, geo, level: int, neighbours: str, records_may_leav
     """
     nodes = int(geo.level_sizes()[level - 1])
     holds_all = not records_may_leave and bool(geo.level[geo.leaves].min() >= level)
-    _check_neighbours(neighbours)
+    check_neighbours(neighbours)
     out = {}
     for q in strategy.queries:
         try:
             _integer_columns(q.matrix)
         except DataValidationError as err:  # name the query set
             raise DataValidationError(f"query set {q.name!r}", err.problem) from None
-        out[q.name] = level_l2_sensitivity(q.matrix, nodes, neighbours, holds_all=holds_all)
-        if out[q.name] == 0:
-            raise DataValidationError(
-                f"query set {q.name!r}",
-                f"has sensitivity 0 at level {level} ({nodes} node) under {neighbours} neighbours (e.g. the "
-                "total at the root under substitution, which is public); model it as an invariant instead",
-            )
+        sensitivity = level_l2_sensitivity(q.matrix, nodes, neighbours, holds_all=holds_all)
+        out[q.name] = require_measurable(q.name, sensitivity, level, nodes, neighbours)
     return out
 
 
