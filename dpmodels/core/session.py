@@ -200,6 +200,8 @@ class PrivacySession:
         dlt = exact(delta, "budget delta")
         if not 0 <= dlt < 1:
             raise PrivacyParameterError("budget delta", f"must be in [0, 1), got {delta!r}")
+        if dlt and unit != "epsilon":
+            raise PrivacyParameterError("budget delta", f"a {unit} budget has no delta (epsilon only), got {delta!r}")
         BudgetRequest(unit, total, dlt)  # validates the unit
         self._setup(data, _MemoryBudget(unit, total, dlt, name), name, seed, not_private, rng)
 
@@ -299,8 +301,15 @@ class PrivacySession:
         return delta - spent
 
     def request(self, epsilon, delta=0, rho=None) -> BudgetRequest:
-        """The request ``(epsilon, delta)`` (or ``rho``) validated, in the session's terms."""
+        """The request ``(epsilon, delta)`` (or ``rho``) validated, in the session's terms.
+
+        A request names one amount: ``rho`` beside an ``epsilon`` or a ``delta`` is refused (zCDP has
+        no delta; one would be silently dropped)."""
         if rho is not None:
+            if epsilon is not None:
+                raise PrivacyParameterError("epsilon", "give epsilon or rho, not both (a request has one amount)")
+            if exact(delta, "delta") != 0:
+                raise PrivacyParameterError("delta", f"a rho (zCDP) request has no delta, got {delta!r}")
             return BudgetRequest("rho", as_epsilon(rho, "rho"))
         eps = as_epsilon(epsilon)
         dlt = exact(delta, "delta")
@@ -340,12 +349,14 @@ class PrivacySession:
         if spent_eps <= request.amount and spent_delta <= request.delta:
             charge.status = "done"
             return
-        if math.isinf(spent_eps):  # no bound in the request's unit (a zCDP ledger on an epsilon request)
+        if math.isinf(spent_eps) or (request.unit == "rho" and spent_delta):
+            # no bound in the request's unit: a zCDP ledger on an epsilon request, or a delta a rho budget cannot pay
             charge.status = "withheld"
+            why = "inf" if math.isinf(spent_eps) else f"paired with delta {float(spent_delta):g}"
             raise PrivacyParameterError(
                 "mechanism",
-                f"{charge.label!r} has no {request.unit} bound (its ledger's {request.unit} is inf) but was granted "
-                f"{request.unit} {float(request.amount):g}; its output is withheld",
+                f"{charge.label!r} has no {request.unit} bound (its ledger's {request.unit} is {why}) but was "
+                f"granted {request.unit} {float(request.amount):g}; its output is withheld",
             )
         excess = BudgetRequest(request.unit, max(spent_eps - request.amount, 0), max(spent_delta - request.delta, 0))
         with self._lock:

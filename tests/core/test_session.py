@@ -1,6 +1,7 @@
 """The privacy session: budgets that hold across releases, refusals before any noise, the JSON ledger."""
 
 import json
+import math
 from fractions import Fraction
 
 import pytest
@@ -147,6 +148,32 @@ def test_a_rho_budget_charges_pure_requests_as_half_their_square(data, tmp_path)
     assert session.spent_epsilon == Fraction(1, 8) and session.to_dict()["spent"]["rho"] == "1/8"
     with pytest.raises(BudgetExceededError):
         session.run("counts", CountingMeasure(), 1)  # would cost 1/2 with 3/8 left
+
+
+def test_a_rho_request_names_one_amount_and_no_delta(data):
+    session = PrivacySession(data, "1/2", unit="rho")
+    mech = CountingMeasure()
+    with pytest.raises(PrivacyParameterError, match="epsilon or rho, not both"):
+        session.run("counts", mech, "0.5", rho="1/8")  # one of them would be silently dropped
+    with pytest.raises(PrivacyParameterError, match="no delta"):
+        session.run("counts", mech, rho="1/8", delta="1e-6")
+    with pytest.raises(PrivacyParameterError, match="budget delta"):
+        PrivacySession(data, "1/2", delta="1e-6", unit="rho")
+    assert mech.calls == 0 and session.spent_epsilon == 0
+
+
+class _SpentWithDelta:
+    """A mechanism ledger with a finite rho and a delta (an approximate step a zCDP budget cannot pay)."""
+
+    def __init__(self, rho):
+        self.total_epsilon, self.total_rho, self.total_delta = math.inf, rho, Fraction(1, 10**6)
+
+
+def test_a_delta_under_a_rho_budget_is_withheld_with_its_reason(data):
+    session = PrivacySession(data, "1/2", unit="rho")
+    with pytest.raises(PrivacyParameterError, match="paired with delta 1e-06.*withheld"):
+        session.run("approx", lambda d, rho, rng: (None, _SpentWithDelta(rho)), rho="1/8")
+    assert session.charges[-1].status == "withheld" and session.spent_epsilon == Fraction(1, 8)
 
 
 def test_a_seeded_generator_needs_not_private(data):
