@@ -29,7 +29,7 @@ from fractions import Fraction
 import pandas as pd
 
 from .errors import PrivacyParameterError
-from .noise import as_epsilon, check_gaussian_range, check_noise_range, exact
+from .noise import as_epsilon, check_gaussian_range, check_noise_range, exact, float_up
 from .randomness import SECURE_SOURCE, describe
 from .samplers import exact_fraction
 from .zcdp import bun_steinke_epsilon, drv_epsilon, epsilon_of_rho, rho_of_epsilon
@@ -257,7 +257,7 @@ class PrivacyLedger:
 
     def basic(self) -> tuple[float, float]:
         eps, dlt = self.basic_exact()
-        return float(eps), float(dlt)
+        return float_up(eps), float_up(dlt)
 
     @property
     def total_epsilon(self) -> Fraction | float:
@@ -303,7 +303,7 @@ class PrivacyLedger:
             if self.is_zcdp:
                 bounds.append(self.cks(delta_prime))
         eps, delta = min(bounds, key=lambda b: (b[0], b[1]))
-        return float(eps), float(delta)
+        return float_up(eps), float_up(delta)
 
     def summary(self, delta_prime: float | None = None) -> dict:
         eps, delta = self.total(delta_prime)

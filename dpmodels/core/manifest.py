@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .errors import DataValidationError
 from .facts import ReleaseFacts
+from .noise import float_up
 from .staging import file_record
 from .zcdp import epsilon_of_rho, rho_of_epsilon
 
@@ -81,7 +82,7 @@ def _git_commit() -> str | None:
 def privacy_parameters(unit: str, amount: Fraction, delta: Fraction, declared_delta: str | None = None) -> dict:
     """The budget of a release in its unit, exactly, with the equivalents a reviewer asks for: a rho's
     epsilon (rounded up) at :data:`REPORTED_DELTAS` and at the ``declared_delta`` of ``--delta``."""
-    params = {"unit": unit, unit: str(amount), f"{unit}_float": float(amount), "delta": str(delta)}
+    params = {"unit": unit, unit: str(amount), f"{unit}_float": float_up(amount), "delta": str(delta)}
     if unit == "epsilon" and delta == 0:
         params["rho_implied"] = str(rho_of_epsilon(amount))  # pure eps-DP is eps^2/2-zCDP
     if unit == "rho":
@@ -90,7 +91,7 @@ def privacy_parameters(unit: str, amount: Fraction, delta: Fraction, declared_de
             eps = epsilon_of_rho(amount, declared_delta)
             params["epsilon_at_delta"][str(declared_delta)] = str(eps)
             params["declared_delta"] = str(declared_delta)
-            params["epsilon_at_declared_delta"] = {"exact": str(eps), "float": float(eps)}
+            params["epsilon_at_declared_delta"] = {"exact": str(eps), "float": float_up(eps)}
         params["conversion"] = "Canonne-Kamath-Steinke 2020 (Cor. 13), evaluated in 60 digits and rounded up"
     return params
 

@@ -34,6 +34,7 @@ from .samplers import discrete_laplace
 __all__ = [
     "make_rng",
     "exact",
+    "float_up",
     "parse_number",
     "as_epsilon",
     "noise_scale",
@@ -92,6 +93,18 @@ def exact(value, field: str) -> Fraction:
     except (ValueError, ZeroDivisionError, OverflowError) as err:
         raise PrivacyParameterError(field, f"is not a finite number: {value!r}") from err
     return frac
+
+
+def float_up(value) -> float:
+    """The smallest float >= ``value`` (a Fraction or int; floats and infinities pass through).
+
+    A privacy loss shown as a float must never read lower than the exact one: ``float(Fraction)``
+    rounds to nearest, which is one ulp low about half the time (``float(Fraction(1, 10))`` is
+    0.1000000000000000055..., above; ``float(Fraction(2, 3))`` is below)."""
+    if isinstance(value, float):
+        return value
+    nearest = float(value)
+    return math.nextafter(nearest, math.inf) if Fraction(nearest) < value else nearest
 
 
 def as_epsilon(epsilon, field: str = "epsilon") -> Fraction:

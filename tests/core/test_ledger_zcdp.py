@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from dpmodels.core.accounting import Measurement, PrivacyLedger
 from dpmodels.core.errors import PrivacyParameterError
+from dpmodels.core.noise import float_up
 from dpmodels.core.session import ledger_spend
 from dpmodels.core.zcdp import bun_steinke_epsilon, epsilon_of_rho
 
@@ -41,7 +42,9 @@ def test_conversions_of_a_zcdp_ledger_are_the_rounded_up_bounds():
     assert ledger.cks(d) == (epsilon_of_rho(Fraction(1, 2), d), d)
     assert ledger.zcdp(d) == (bun_steinke_epsilon(Fraction(1, 2), d), d)
     assert ledger.drv(d)[0] == math.inf and ledger.basic_exact()[0] == math.inf
-    assert ledger.total(d) == (float(epsilon_of_rho(Fraction(1, 2), d)), float(d))  # CKS is the tightest
+    # CKS is the tightest; the floats are rounded up (1e-6 as a float is below 1/10^6)
+    assert ledger.total(d) == (float_up(epsilon_of_rho(Fraction(1, 2), d)), float_up(d))
+    assert Fraction(ledger.total(d)[1]) >= d > Fraction(float(d))
     summary = ledger.summary(d)
     assert summary["rho"] == 0.5 and summary["epsilon"] == float(epsilon_of_rho(Fraction(1, 2), d))
 
