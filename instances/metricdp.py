@@ -35,6 +35,7 @@ __all__ = [
     "text_embeddings",
     "locations_from_csv",
     "records_from_csv",
+    "from_frame",
     "OUTSIDE",
     "ROME_BOX",
 ]
@@ -281,6 +282,19 @@ def locations_from_csv(path, epsilon: float, eta: float, name: str | None = None
         "prior": "declared (column prior)" if "prior" in frame.columns else "uniform",
     }
     return MDPInstance(d, d, prior, epsilon, eta, d_ro=d, features=coords, name=name or stem, info=info)
+
+
+def from_frame(locations, epsilon: float, eta: float, name: str | None = None) -> MDPInstance:
+    """:func:`locations_from_csv` for a table in memory: ``locations`` may be a pandas DataFrame
+    (or a ``.csv``/``.parquet`` path), read by its column labels (a ``location`` index counts);
+    :func:`records_from_csv` takes a DataFrame of ``user,record`` the same way.
+
+    Parameters
+    ----------
+    locations, epsilon, eta, name
+        As in :func:`locations_from_csv`.
+    """
+    return locations_from_csv(locations, epsilon, eta, name=name)
 
 
 def _finite_column(frame: pd.DataFrame, column: str, path) -> np.ndarray:

@@ -44,6 +44,7 @@ __all__ = [
     "children_per_adult_edit",
     "records",
     "from_csv",
+    "from_frame",
 ]
 
 #: Fan-outs (states, counties per state, tracts per county, block groups per tract, blocks per block group).
@@ -269,6 +270,20 @@ def from_csv(
     knowledge = PublicKnowledge.from_region_totals(geography, _region_totals(geography, counts), level)
     name = source_stem(persons, "persons")
     return TopDownData(schema, geography, counts, knowledge, name=name, geography_declared=blocks is not None)
+
+
+def from_frame(persons, blocks=None, **declared) -> TopDownData:
+    """:func:`from_csv` for tables in memory: ``persons`` and ``blocks`` may be pandas DataFrames
+    (or ``.csv``/``.parquet`` paths), read by their column labels (a ``geocode`` index counts).
+
+    Parameters
+    ----------
+    persons, blocks
+        As in :func:`from_csv`.
+    **declared
+        ``races``, ``total_level``, ``layout``, as in :func:`from_csv`.
+    """
+    return from_csv(persons, blocks=blocks, **declared)
 
 
 def _check_geocodes(codes: pd.Series, path) -> None:
