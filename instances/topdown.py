@@ -32,7 +32,7 @@ from dpmodels.topdown.data import (
     microdata,
     pl94_schema,
 )
-from dpmodels.topdown.layouts import LAYOUTS, read_ppmf
+from dpmodels.topdown.layouts import LAYOUTS, read_ppmf, read_ppmf_pl94
 
 from .registry import register_generator
 
@@ -242,17 +242,18 @@ def from_csv(
         on the data: the result says so (``geography_declared=False``) and a private release
         refuses it.
     layout
-        ``"labels"`` or ``"ppmf"``: the Census microdata codes (TABBLKST ... TABBLK, RTYPE, GQTYPE,
+        ``"labels"``, ``"ppmf"``: the Census microdata codes (TABBLKST ... TABBLK, RTYPE, GQTYPE,
         QAGE, CENHISP, CENRACE), read by :func:`dpmodels.topdown.layouts.read_ppmf`, whose codes
-        outside the domain are left out by the same rule and whose malformed codes are refused.
+        outside the domain are left out by the same rule and whose malformed codes are refused; or
+        ``"ppmf-pl94"``, the 2020 redistricting columns (GQTYPE_PL, VOTING_AGE for GQTYPE, QAGE).
     """
     level = LEVELS.get(total_level)
     if level is None:
         raise DataValidationError("total_level", f"must be one of {list(LEVELS)}, got {total_level!r}")
     schema = pl94_schema(races)
     where = source_name(persons, "persons")
-    if layout == "ppmf":
-        frame = read_ppmf(persons)  # the label layout, checked code by code
+    if layout in ("ppmf", "ppmf-pl94"):  # the label layout, checked code by code
+        frame = read_ppmf(persons) if layout == "ppmf" else read_ppmf_pl94(persons)
     elif layout == "labels":
         frame = read_table(persons, ["geocode", *schema.names], nonblank=["geocode", *schema.names], field="persons")
         _check_geocodes(frame["geocode"], where)
@@ -398,3 +399,24 @@ def _example_failsafe_l1_phase2():
     from dpmodels.topdown.failsafe_models import build_failsafe_l1
 
     return build_failsafe_l1(_example_problem(failsafe=True), _FAILSAFE_HSTAR, 2, 2.0)
+
+
+@register_example("topdown.gls")
+def _example_gls():
+    """A root, two children and three leaves over a 2 x 2 histogram (cell 3 a structural zero), each
+    measured by the detailed query and the first attribute's marginal at the same variance ratio,
+    the root's total exact: the basis is the precision's eigenvectors and the total a rank-1 correction."""
+    from dpmodels.core.hierarchy import Hierarchy
+    from dpmodels.core.tree_gls import GLSQuery, TreeGLSProblem
+    from dpmodels.topdown.gls_model import build_gls
+
+    tree = Hierarchy.from_parent_table({"US": None, "A": "US", "B": "US", "A1": "A", "A2": "A", "B1": "B"})
+    level_variance = np.array([4.0, 2.0, 2.0, 1.0, 1.0, 1.0])
+    detailed = np.array([[9.4, 6.1, 4.2, 0.3], [5.2, 2.8, 1.7, -0.6], [3.1, 2.6, 3.3, 0.8],
+                         [2.2, 1.9, 0.4, 0.1], [3.6, 1.2, 1.1, -0.2], [2.7, 3.4, 2.9, 0.5]])  # fmt: skip
+    marginal = np.array([[15.8, 4.9], [8.3, 0.9], [6.4, 3.5], [3.7, 0.2], [4.5, 0.9], [6.2, 3.1]])
+    queries = (
+        GLSQuery("detailed", sp.identity(4, format="csr"), detailed, level_variance),
+        GLSQuery("a", sp.csr_matrix(np.kron(np.eye(2), np.ones((1, 2)))), marginal, 2 * level_variance),
+    )
+    return build_gls(TreeGLSProblem(tree, 4, queries, totals={0: 20}, zeros=[3]))

@@ -224,7 +224,8 @@ def _persons_arguments(p: argparse.ArgumentParser) -> None:
         default="labels",
         type=one_of(LAYOUTS, "layout"),
         help="labels: geocode + value labels; ppmf: the Census microdata columns TABBLKST, TABBLKCOU, TABTRACTCE, "
-        "TABBLKGRPCE, TABBLK, RTYPE, GQTYPE, QAGE, CENHISP, CENRACE (the released microdata are written in them too)",
+        "TABBLKGRPCE, TABBLK, RTYPE, GQTYPE, QAGE, CENHISP, CENRACE; ppmf-pl94: the 2020 redistricting PPMF, GQTYPE_PL "
+        "and VOTING_AGE for GQTYPE and QAGE (the released microdata are written in the same columns)",
     )
     p.add_argument("--races", type=positive_int, default=63, help="cenrace categories of the schema (1..63)")
     p.add_argument("--total-level", default="state", type=one_of(LEVELS, "level"), help="deepest invariant population")
@@ -252,7 +253,7 @@ def _run_release(args) -> int:
         result = release(session, epsilon, executor=args.executor, progress=not args.no_progress, **budget)
         records = result.records(data.schema)
         frames = {
-            "--out-microdata": write_ppmf(records) if args.layout == "ppmf" else records,
+            "--out-microdata": records if args.layout == "labels" else write_ppmf(records, args.layout),
             "--out-histograms": histogram_frame(data.schema, result),
         }
         facts = _layout_facts(release_facts(data, **budget), args.layout)
@@ -307,9 +308,9 @@ def _layout_facts(facts, layout: str):
     """The manifest's facts with the layout of the persons and the microdata declared (and the PPMF codes' rules)."""
     from dataclasses import replace
 
-    from .layouts import PPMF_NOTE
+    from .layouts import PL94_NOTE, PPMF_NOTE
 
-    notes = (*facts.notes, PPMF_NOTE) if layout == "ppmf" else facts.notes
+    notes = (*facts.notes, {"ppmf": PPMF_NOTE, "ppmf-pl94": PL94_NOTE}[layout]) if layout != "labels" else facts.notes
     return replace(facts, declared={**facts.declared, "layout": layout}, notes=notes)
 
 

@@ -26,6 +26,15 @@ beyond the declared ``races``) gives no value of the schema, and the person is l
 stated rule of :data:`~dpmodels.topdown.data.BOUNDING_RULES`, as in the label layout; the file is
 never refused for it.
 
+``ppmf-pl94`` is the layout of the 2020 redistricting (PL 94-171) PPMF and MDF: the same geography,
+``RTYPE``, ``GQTYPE_PL`` (1 digit: 0 household with RTYPE 3; 1-7 the group of the PL94 recode with
+RTYPE 5), ``VOTING_AGE`` (1 under 18, 2 18 or over), ``CENHISP`` and ``CENRACE``; every code of the
+schema's values, so it is read and written without loss.
+
+Codes are text.  A column typed as numbers (a Parquet int column, a DataFrame's int column) kept no
+leading zeros; its codes are zero-padded to the column's width (CENRACE 1 is 01), the stated rule
+for numeric-typed codes.
+
 The released microdata are written back in the same columns (:func:`write_ppmf`).  A release knows
 the categories only, so it writes, as the Census's 2018 End-to-End MDF did for this schema, QAGE 17
 for a person under 18 and 18 for one of 18 or over, and the first GQTYPE code of the person's group
@@ -41,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.tables import read_table, source_name
+from dpmodels.core.tables import read_table, source_name, table_format
 
 from .data import pl94_schema
 
@@ -52,21 +61,27 @@ __all__ = [
     "WRITTEN_QAGE",
     "CENSUS_RACE_ORDER",
     "cenrace_codes",
+    "PL94_COLUMNS",
     "read_ppmf",
+    "read_ppmf_pl94",
     "write_ppmf",
     "value_table",
     "values_help",
     "values_markdown",
     "PPMF_NOTE",
+    "PL94_NOTE",
 ]
 
 #: The layouts of person records ``from_csv`` and ``dpmodels release topdown --layout`` read.
-LAYOUTS = ("labels", "ppmf")
+LAYOUTS = ("labels", "ppmf", "ppmf-pl94")
 #: The geography columns of the PPMF and their widths in digits.
 GEOGRAPHY = {"TABBLKST": 2, "TABBLKCOU": 3, "TABTRACTCE": 6, "TABBLKGRPCE": 1, "TABBLK": 4}
 #: Every column of the PPMF layout (read and written) and its width in digits (QAGE: 1 to 3).
 WIDTHS = {**GEOGRAPHY, "RTYPE": 1, "GQTYPE": 3, "QAGE": (1, 3), "CENHISP": 1, "CENRACE": 2}
 PPMF_COLUMNS = tuple(WIDTHS)
+#: The redistricting (PL 94-171) layout's columns and widths: GQTYPE_PL and VOTING_AGE for GQTYPE and QAGE.
+PL94_WIDTHS = {**GEOGRAPHY, "RTYPE": 1, "GQTYPE_PL": 1, "VOTING_AGE": 1, "CENHISP": 1, "CENRACE": 2}
+PL94_COLUMNS = tuple(PL94_WIDTHS)
 
 
 def _codes(*spans: tuple[int, int]) -> tuple[str, ...]:
@@ -89,6 +104,9 @@ HOUSING_UNIT, GROUP_QUARTERS = "3", "5"
 #: ``votingage`` value -> the QAGE range it reads, and the QAGE :func:`write_ppmf` writes for it.
 QAGE_RANGES = {"under 18": (0, 17), "18 or over": (18, 115)}
 WRITTEN_QAGE = {"under 18": "17", "18 or over": "18"}
+#: ``votingage`` value -> VOTING_AGE, and ``hhgq`` value -> GQTYPE_PL (the PL94 recode's group digit).
+VOTING_AGE_CODES = {"under 18": "1", "18 or over": "2"}
+GQTYPE_PL_CODES = {label: str(digit) for digit, label in enumerate(GQTYPE_CODES)}
 #: ``hispanic`` value -> CENHISP.
 CENHISP_CODES = {"not hispanic": "1", "hispanic": "2"}
 #: The six race categories in the Census order of CENRACE (White, Black or African American, American
@@ -104,6 +122,16 @@ PPMF_NOTE = (
     "outside these is a value outside the schema (the bounding rule). The released microdata are written in the "
     "same columns with category codes: QAGE 17 (under 18) or 18 (18 or over) and the first GQTYPE of the group "
     "(000, 101, 201, 301, 401, 501, 601, 701), as the Census's 2018 End-to-End MDF"
+)
+
+
+#: What a release of persons read in the redistricting layout states in its manifest.
+PL94_NOTE = (
+    "persons were read in the Census 2020 redistricting PPMF layout (TABBLKST, TABBLKCOU, TABTRACTCE, TABBLKGRPCE, "
+    "TABBLK, RTYPE, GQTYPE_PL, VOTING_AGE, CENHISP, CENRACE): RTYPE 3 with GQTYPE_PL 0 is a household, RTYPE 5 with "
+    "GQTYPE_PL 1-7 its group; VOTING_AGE 1 under 18, 2 18 or over; CENRACE 01-63 in the Census order; codes typed "
+    "as numbers are zero-padded to their width; a well-formed code outside these is a value outside the schema (the "
+    "bounding rule). The released microdata are written in the same columns"
 )
 
 
@@ -144,12 +172,42 @@ def read_ppmf(source, field: str = "persons") -> pd.DataFrame:
         A missing column, a blank value, a code that is not digits of its width, or a TABBLKGRPCE
         that is not the first digit of TABBLK, naming the column and the data row.
     """
+    frame = _read_codes(source, WIDTHS, field)
+    return _labelled(frame, _hhgq(frame["RTYPE"], frame["GQTYPE"]), _votingage(frame["QAGE"]))
+
+
+def read_ppmf_pl94(source, field: str = "persons") -> pd.DataFrame:
+    """Person records in the 2020 redistricting layout (:data:`PL94_COLUMNS`) -> the label layout.
+
+    As :func:`read_ppmf`, with ``GQTYPE_PL`` (0 with RTYPE 3: household; 1-7 with RTYPE 5: the group)
+    and ``VOTING_AGE`` (1 under 18, 2 18 or over) in place of GQTYPE and QAGE.
+
+    Parameters
+    ----------
+    source : pandas.DataFrame or str or Path
+        The records, or a ``.csv`` / ``.parquet`` file; other columns are ignored.
+    field : str
+        What an in-memory table is called in errors.
+    """
+    frame = _read_codes(source, PL94_WIDTHS, field)
+    pairs = {(HOUSING_UNIT if d == "0" else GROUP_QUARTERS, d): label for label, d in GQTYPE_PL_CODES.items()}
+    keys = zip(frame["RTYPE"], frame["GQTYPE_PL"], strict=True)
+    hhgq = pd.Series([pairs.get(k) for k in keys], index=frame.index, dtype=object)
+    hhgq = hhgq.where(hhgq.notna(), "RTYPE " + frame["RTYPE"] + " GQTYPE_PL " + frame["GQTYPE_PL"])
+    votingage = _lookup(frame["VOTING_AGE"], {c: v for v, c in VOTING_AGE_CODES.items()}, "VOTING_AGE")
+    return _labelled(frame, hhgq, votingage)
+
+
+def _read_codes(source, widths: dict, field: str) -> pd.DataFrame:
+    """The code columns as text of their widths (numeric-typed columns zero-padded), the block group checked."""
     where = source_name(source, field)
-    frame = read_table(source, PPMF_COLUMNS, nonblank=PPMF_COLUMNS, field=field)
-    for column, width in WIDTHS.items():
+    frame = read_table(source, widths, nonblank=widths, field=field)
+    for column in _numeric_typed(source, widths):
+        if not isinstance(widths[column], tuple):
+            frame[column] = frame[column].str.zfill(widths[column])
+    for column, width in widths.items():
         _check_width(frame[column], column, width, where)
-    group = frame["TABBLK"].str[0]
-    bad = np.flatnonzero((frame["TABBLKGRPCE"] != group).to_numpy())
+    bad = np.flatnonzero((frame["TABBLKGRPCE"] != frame["TABBLK"].str[0]).to_numpy())
     if len(bad):
         row = bad[0]
         raise DataValidationError(
@@ -157,16 +215,29 @@ def read_ppmf(source, field: str = "persons") -> pd.DataFrame:
             f"column 'TABBLKGRPCE' on data row {row + 1} is {frame['TABBLKGRPCE'].iloc[row]!r}, but the block group "
             f"is the first digit of TABBLK {frame['TABBLK'].iloc[row]!r}",
         )
+    return frame
+
+
+def _numeric_typed(source, columns) -> list[str]:
+    """The ``columns`` a DataFrame or Parquet file types as numbers (a CSV is read as text: none)."""
+    if isinstance(source, pd.DataFrame):
+        frame = source.reset_index()
+        return [c for c in columns if c in frame and frame[c].dtype.kind in "iuf"]
+    if table_format(source) != "parquet":
+        return []
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(source)
+    return [c for c in columns if c in schema.names and pa.types.is_integer(schema.field(c).type)]
+
+
+def _labelled(frame: pd.DataFrame, hhgq: pd.Series, votingage: pd.Series) -> pd.DataFrame:
     geocode = frame["TABBLKST"] + frame["TABBLKCOU"] + frame["TABTRACTCE"] + frame["TABBLK"]
-    return pd.DataFrame(
-        {
-            "geocode": geocode,
-            "hhgq": _hhgq(frame["RTYPE"], frame["GQTYPE"]),
-            "votingage": _votingage(frame["QAGE"]),
-            "hispanic": _lookup(frame["CENHISP"], {code: label for label, code in CENHISP_CODES.items()}, "CENHISP"),
-            "cenrace": _lookup(frame["CENRACE"], cenrace_codes(), "CENRACE"),
-        }
-    ).astype(str)  # text, as the label layout reads
+    hispanic = _lookup(frame["CENHISP"], {code: label for label, code in CENHISP_CODES.items()}, "CENHISP")
+    cenrace = _lookup(frame["CENRACE"], cenrace_codes(), "CENRACE")
+    columns = {"geocode": geocode, "hhgq": hhgq, "votingage": votingage, "hispanic": hispanic, "cenrace": cenrace}
+    return pd.DataFrame(columns).astype(str)  # text, as the label layout reads
 
 
 def _check_width(codes: pd.Series, column: str, width, where: str) -> None:
@@ -202,7 +273,7 @@ def _votingage(qage: pd.Series) -> pd.Series:
 
 
 # ---------------------------------------------------------------------- writing
-def write_ppmf(records: pd.DataFrame) -> pd.DataFrame:
+def write_ppmf(records: pd.DataFrame, layout: str = "ppmf") -> pd.DataFrame:
     """Microdata in the label layout (as :func:`~dpmodels.topdown.data.microdata` gives) -> PPMF columns.
 
     QAGE is written as 17 for ``under 18`` and 18 for ``18 or over``, GQTYPE as the first code of
@@ -214,12 +285,17 @@ def write_ppmf(records: pd.DataFrame) -> pd.DataFrame:
     ----------
     records : pandas.DataFrame
         ``geocode`` (15 digits) and the ``hhgq``, ``votingage``, ``hispanic``, ``cenrace`` labels.
+    layout : str
+        ``"ppmf"`` (:data:`PPMF_COLUMNS`) or ``"ppmf-pl94"`` (:data:`PL94_COLUMNS`: GQTYPE_PL and
+        VOTING_AGE, the codes of the categories themselves, read back without loss).
 
     Returns
     -------
     pandas.DataFrame
-        The columns of :data:`PPMF_COLUMNS`, as text.
+        The columns of the layout, as text.
     """
+    if layout not in ("ppmf", "ppmf-pl94"):
+        raise DataValidationError("layout", f"must be 'ppmf' or 'ppmf-pl94', got {layout!r}")
     frame = read_table(records, ["geocode", *_ATTRIBUTES], nonblank=["geocode"], field="records")
     geocode = frame["geocode"]
     bad = np.flatnonzero(~geocode.str.fullmatch("[0-9]{15}").to_numpy(dtype=bool))
@@ -238,7 +314,10 @@ def write_ppmf(records: pd.DataFrame) -> pd.DataFrame:
         "CENHISP": _written(frame["hispanic"], CENHISP_CODES, "hispanic"),
         "CENRACE": _written(frame["cenrace"], {label: code for code, label in cenrace_codes().items()}, "cenrace"),
     }
-    return pd.DataFrame(out, columns=list(PPMF_COLUMNS))
+    if layout == "ppmf-pl94":
+        out["GQTYPE_PL"] = frame["hhgq"].map(GQTYPE_PL_CODES)
+        out["VOTING_AGE"] = frame["votingage"].map(VOTING_AGE_CODES)
+    return pd.DataFrame(out, columns=list(PPMF_COLUMNS if layout == "ppmf" else PL94_COLUMNS))
 
 
 _ATTRIBUTES = ("hhgq", "votingage", "hispanic", "cenrace")
@@ -261,11 +340,14 @@ def value_table() -> list[tuple[str, int, str, str]]:
     cenrace = {label: code for code, label in cenrace_codes().items()}
     ppmf = {
         "hhgq": lambda v: (
-            f"RTYPE {HOUSING_UNIT}, GQTYPE 000"
-            if v == "household"
-            else f"RTYPE {GROUP_QUARTERS}, GQTYPE {_spans(GQTYPE_CODES[v])}"
+            (
+                f"RTYPE {HOUSING_UNIT}, GQTYPE 000"
+                if v == "household"
+                else f"RTYPE {GROUP_QUARTERS}, GQTYPE {_spans(GQTYPE_CODES[v])}"
+            )
+            + f" (ppmf-pl94: GQTYPE_PL {GQTYPE_PL_CODES[v]})"
         ),
-        "votingage": lambda v: "QAGE {}-{}".format(*QAGE_RANGES[v]),
+        "votingage": lambda v: "QAGE {}-{}".format(*QAGE_RANGES[v]) + f" (ppmf-pl94: VOTING_AGE {VOTING_AGE_CODES[v]})",
         "hispanic": lambda v: f"CENHISP {CENHISP_CODES[v]}",
         "cenrace": lambda v: f"CENRACE {cenrace[v]}",
     }
@@ -295,6 +377,8 @@ def values_help() -> str:
         "  first digit of TABBLK); codes are text, leading zeros kept. A person with another well-formed value is",
         "  left out (counted nowhere); a malformed value refuses the file. --races N keeps cenrace 1..N.",
         "  ppmf microdata written: the same columns, QAGE 17 (under 18) or 18 (18 or over), GQTYPE 000, 101, ..., 701.",
+        "  ppmf-pl94 (the 2020 redistricting PPMF): GQTYPE_PL and VOTING_AGE for GQTYPE and QAGE, read and written",
+        "  as they are; codes typed as numbers (Parquet, DataFrame) are zero-padded to their width.",
     ]
     current = None
     for attribute, k, label, codes in value_table():

@@ -78,7 +78,7 @@ def run_postprocess_command(args) -> int:
         )
     records = result.records(public.schema)
     frames = {
-        "--out-microdata": write_ppmf(records) if args.layout == "ppmf" else records,
+        "--out-microdata": records if args.layout == "labels" else write_ppmf(records, args.layout),
         "--out-histograms": histogram_frame(public.schema, result),
     }
     with StagedOutputs(targets, force=args.force) as stage:
