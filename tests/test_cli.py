@@ -255,7 +255,7 @@ def test_version_is_printed():
     [
         (["--runs", "0"], "--runs: expected an integer > 0"),
         (["--epsilon", "nan"], "--epsilon: expected a finite number > 0"),
-        (["--executor", "threads"], "--executor: expected serial, process, dask or a number"),
+        (["--executor", "threads"], "--executor: expected serial, process, dask, a number"),
         (["--plot", "out.xyz"], "--plot: out.xyz must end in .png"),
         (["--csv", "no/such/folder/out.csv"], "--csv: the folder no/such/folder does not exist"),
         (["--csv-counts", "c.csv"], "need --csv-hierarchy"),

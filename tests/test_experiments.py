@@ -44,7 +44,7 @@ BAD_VALUES = {
     "--epsilon": ("-1", "--epsilon: expected a finite number > 0, got '-1'"),
     "--runs": ("0", "--runs: expected an integer > 0, got '0'"),
     "--seed": ("-1", "--seed: expected an integer >= 0, got '-1'"),
-    "--executor": ("threads", "--executor: expected serial, process, dask or a number"),
+    "--executor": ("threads", "--executor: expected serial, process, dask, a number"),
     "--time-limit": ("nan", "--time-limit: expected a finite number > 0, got 'nan'"),
     "--csv": ("x.png", "--csv: x.png must end in .csv"),
     "--parquet": ("x.csv", "--parquet: x.csv must end in .parquet"),

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .clusters import check_scheduler_address
 from .errors import DataValidationError
 
 __all__ = [
@@ -141,13 +142,22 @@ def check_outputs(args: argparse.Namespace) -> dict[str, Path]:
 
 # ---------------------------------------------------------------------- executor, progress
 def executor_name(text: str):
-    """``--executor``'s type: serial, process, dask, or a number of processes (>= 1)."""
+    """``--executor``'s type: serial, process, dask, a number of processes (>= 1), or a Dask
+    scheduler address ``tcp://host:port`` / ``tls://host:port`` (its form checked here; whether the
+    scheduler answers is checked when the command opens the executor, before any work)."""
     if text.isdigit():
         if int(text) < 1:
             raise argparse.ArgumentTypeError("a number of processes must be >= 1")
         return int(text)
+    if "://" in text:
+        try:
+            return check_scheduler_address(text)
+        except DataValidationError as err:
+            raise argparse.ArgumentTypeError(err.problem) from None
     if text not in ("serial", "process", "dask"):
-        raise argparse.ArgumentTypeError(f"expected serial, process, dask or a number, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected serial, process, dask, a number or a scheduler address tcp://host:port, got {text!r}"
+        )
     return text
 
 

@@ -7,13 +7,16 @@ home-made scheduler, dpmodels hands them to a standard
 
 * ``None`` / ``"serial"``: run in-process, one after another (the default);
 * ``"process"`` or an ``int`` n >= 1: a local process pool (all cores, or n workers);
-* ``"dask"``: a throw-away Dask ``LocalCluster`` on this machine;
+* ``"dask"``: the Dask scheduler named by ``DASK_SCHEDULER_ADDRESS`` (or Dask's
+  ``scheduler-address`` setting) if there is one, else a throw-away ``LocalCluster``;
+* ``"tcp://host:port"`` or ``"tls://host:port"``: the Dask scheduler at that address;
 * a ``distributed.Client``: run on that (possibly remote) Dask cluster;
 * any ``concurrent.futures.Executor``: used as is, and left open for its owner.
 
 :func:`resolve_executor` turns such a spec into an executor (or ``None`` for
 serial) and cleans up what it created; :func:`map_tasks` maps a function over
-items through it, returning results in input order.
+items through it, returning results in input order.  On Dask the executor is a
+:class:`~dpmodels.core.clusters.DaskExecutor`, whose ``client`` is the cluster's client.
 
 Task functions must be picklable (defined at module level) for process pools and
 Dask.  Each :func:`map_tasks` call with a spec such as ``"process"`` starts and
@@ -33,27 +36,26 @@ from typing import Any
 
 from tqdm import tqdm
 
+from dpmodels.core.clusters import (
+    DaskExecutor,
+    configured_scheduler,
+    connect_scheduler,
+    import_distributed,
+    local_cluster,
+)
 from dpmodels.core.errors import DataValidationError
 
 __all__ = ["resolve_executor", "map_tasks"]
 
 _ACCEPTED = (
     "None or 'serial' (in-process), 'process' (process pool on all cores), "
-    "an int n >= 1 (process pool with n workers), 'dask' (local Dask cluster), "
+    "an int n >= 1 (process pool with n workers), 'dask' (DASK_SCHEDULER_ADDRESS, else a local Dask cluster), "
+    "a scheduler address tcp://host:port or tls://host:port, "
     "a distributed.Client, or a concurrent.futures.Executor instance"
 )
 
-
-def _import_distributed() -> Any:
-    """Import :mod:`distributed` lazily, with an install hint if it is missing."""
-    try:
-        import distributed
-    except ImportError as exc:
-        raise ImportError(
-            "executor='dask' needs dask.distributed, which is not installed; "
-            "install the dask extra: pip install dpmodels[dask]"
-        ) from exc
-    return distributed
+#: ``map_tasks``' default ``shared``: no shared argument.
+_NOTHING = object()
 
 
 def _is_dask_client(spec: object) -> bool:
@@ -63,14 +65,20 @@ def _is_dask_client(spec: object) -> bool:
 
 
 @contextmanager
-def _dask_local_cluster() -> Iterator[Executor]:
-    """Start a local Dask cluster (one single-threaded process per core), close it on exit."""
-    distributed = _import_distributed()
-    with (
-        distributed.LocalCluster(n_workers=os.cpu_count(), threads_per_worker=1, processes=True) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        yield client.get_executor()
+def _dask(executor: str) -> Iterator[Executor]:
+    """``"dask"``: the configured scheduler, else a local cluster; ``"tcp://..."``: that scheduler."""
+    if executor != "dask":
+        with connect_scheduler(executor) as ex:
+            yield ex
+        return
+    import_distributed()
+    configured = configured_scheduler()
+    if configured is None:
+        with local_cluster() as ex:
+            yield ex
+    else:
+        with connect_scheduler(*configured) as ex:
+            yield ex
 
 
 def _pool_size(spec: object) -> int | None:
@@ -86,18 +94,24 @@ def _pool_size(spec: object) -> int | None:
 def resolve_executor(executor: object = None) -> Iterator[Executor | None]:
     """Yield ``None`` (serial) or a :class:`concurrent.futures.Executor` for a spec.
 
-    Pools and clusters created here are shut down on exit; an executor or Dask
-    client passed in by the caller is left open.  Any other spec raises
+    Pools and clusters created here are shut down on exit (a connection to a running
+    scheduler is closed, the scheduler left running); an executor or Dask client passed in by
+    the caller is left open.  A scheduler that cannot be reached, or any other spec, raises
     :class:`DataValidationError` on field ``executor``.
+
+    Parameters
+    ----------
+    executor : None, str, int, distributed.Client or concurrent.futures.Executor
+        The spec (see the module's docstring).
     """
     if executor is None or (isinstance(executor, str) and executor == "serial"):
         yield None
     elif isinstance(executor, Executor):
         yield executor
     elif _is_dask_client(executor):
-        yield executor.get_executor()
-    elif isinstance(executor, str) and executor == "dask":
-        with _dask_local_cluster() as ex:
+        yield DaskExecutor(executor)
+    elif isinstance(executor, str) and (executor == "dask" or "://" in executor):
+        with _dask(executor) as ex:
             yield ex
     elif (workers := _pool_size(executor)) is not None:
         with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
@@ -123,12 +137,12 @@ def _note_index(exc: BaseException, index: int, total: int) -> None:
     exc.add_note(f"map_tasks: raised by the task for item index {index} (of {total} items)")
 
 
-def _run_serial(fn: Callable[[Any], Any], items: list, bar: tqdm) -> list:
-    """Apply ``fn`` to each item in this process, in order."""
+def _run_serial(fn: Callable[..., Any], items: list, bar: tqdm, extra: tuple = ()) -> list:
+    """Apply ``fn`` to each item (and ``extra``) in this process, in order."""
     results = []
     for i, item in enumerate(items):
         try:
-            results.append(fn(item))
+            results.append(fn(item, *extra))
         except Exception as exc:
             _note_index(exc, i, len(items))
             raise
@@ -136,14 +150,14 @@ def _run_serial(fn: Callable[[Any], Any], items: list, bar: tqdm) -> list:
     return results
 
 
-def _run_pooled(fn: Callable[[Any], Any], items: list, ex: Executor, bar: tqdm) -> list:
-    """Submit every item to ``ex``, collect results by index; fail fast on the first error."""
+def _run_pooled(fn: Callable[..., Any], items: list, ex: Executor, bar: tqdm, extra: tuple = ()) -> list:
+    """Submit every item (and ``extra``) to ``ex``, collect results by index; fail fast on the first error."""
     futures: list[Future] = []
     results: list[Any] = [None] * len(items)
     try:
         for i, item in enumerate(items):
             try:
-                futures.append(ex.submit(fn, item))
+                futures.append(ex.submit(fn, item, *extra))
             except Exception as exc:
                 _note_index(exc, i, len(items))
                 raise
@@ -163,27 +177,60 @@ def _run_pooled(fn: Callable[[Any], Any], items: list, ex: Executor, bar: tqdm) 
     return results
 
 
+@contextmanager
+def _shared_arguments(ex: Executor | None, shared: object, n_items: int) -> Iterator[tuple]:
+    """The extra arguments of every task: none, ``shared`` itself, or on Dask a reference to the
+    copy sent once to every worker (released when the tasks are done)."""
+    if shared is _NOTHING:
+        yield ()
+    elif isinstance(ex, DaskExecutor) and n_items > 0:
+        future = ex.client.scatter(shared, broadcast=True, hash=False)
+        try:
+            yield (future,)
+        finally:
+            future.release()
+    else:
+        yield (shared,)
+
+
 def map_tasks(
-    fn: Callable[[Any], Any],
+    fn: Callable[..., Any],
     items: Iterable[Any],
     *,
     executor: object = None,
     progress: bool = False,
     desc: str | None = None,
+    shared: object = _NOTHING,
 ) -> list:
-    """Return ``[fn(item) for item in items]``, computed through ``executor``.
+    """Return ``[fn(item) for item in items]`` (``fn(item, shared)`` with ``shared``), computed through ``executor``.
 
-    ``executor`` is any spec accepted by :func:`resolve_executor`.  Results keep
-    the input order whatever the completion order.  With ``progress=True`` a tqdm
-    bar (labelled ``desc``) advances as tasks complete.  If a task raises, the
-    pending tasks are cancelled and the original exception is re-raised with a
-    note naming the failing item's index.
+    Results keep the input order whatever the completion order.  If a task raises, the pending
+    tasks are cancelled and the original exception is re-raised with a note naming the failing
+    item's index.
+
+    Parameters
+    ----------
+    fn : callable
+        The task function (module level, so that it pickles).
+    items : iterable
+        One task per item.
+    executor : optional
+        Any spec :func:`resolve_executor` accepts.
+    progress : bool, default False
+        Show a tqdm bar (labelled ``desc``) that advances as tasks complete.
+    desc : str, optional
+        The bar's label.
+    shared : optional
+        What every task needs besides its item (e.g. public context): passed as ``fn``'s second
+        argument.  On Dask it is sent to every worker once instead of with every task; a process
+        pool pickles it with each task; serially it is passed as is.
     """
     items = list(items)
     with (
         resolve_executor(executor) as ex,
         tqdm(total=len(items), desc=desc, disable=not progress) as bar,
+        _shared_arguments(ex, shared, len(items)) as extra,
     ):
         if ex is None:
-            return _run_serial(fn, items, bar)
-        return _run_pooled(fn, items, ex, bar)
+            return _run_serial(fn, items, bar, extra)
+        return _run_pooled(fn, items, ex, bar, extra)

@@ -152,7 +152,7 @@ def seed(default: int = 0, help: str = "seed of the experiment's randomness (exp
 
 
 def executor(what: str = "independent runs", default: str = "serial") -> Option:
-    """``--executor``: serial, process, dask or a number of processes (``args.executor``).
+    """``--executor``: serial, process, dask, a number of processes or a Dask scheduler address (``args.executor``).
 
     Parameters
     ----------
@@ -161,7 +161,10 @@ def executor(what: str = "independent runs", default: str = "serial") -> Option:
     default : str
         The command's executor.
     """
-    text = f"where {what} run: serial, process, dask, or a number of processes"
+    text = (
+        f"where {what} run: serial, process, a number of processes, dask (the scheduler in "
+        "DASK_SCHEDULER_ADDRESS, else a local cluster), or a Dask scheduler tcp://host:port or tls://host:port"
+    )
     return Option("executor", ("--executor",), {"type": executor_name, "default": default, "help": text})
 
 

@@ -115,7 +115,7 @@ def test_dask_executor_instance_is_accepted(dask_client):
 
 def test_dask_string_starts_and_closes_local_cluster():
     with resolve_executor("dask") as ex:
-        client = ex._client
+        client = ex.client
         assert map_tasks(keyed_work, ITEMS, executor=ex) == EXPECTED
         pids = set(map_tasks(worker_pid, range(8), executor=ex))
         assert os.getpid() not in pids

@@ -8,7 +8,7 @@ stabilised point, adds the cuts to the persistent HiGHS master, one per block pe
 (multi-cut), and runs the primal recovery of :mod:`.recovery` near the master's point.
 Every upper bound is the loss of an assembled, repaired and audited exactly mDP mechanism (at the
 separation point when every block is feasible there, or at the recovery's point).  The subproblem
-solves of an iteration go through the ``executor``.
+solves of an iteration go through the ``executor``; on Dask the blocks stay on the workers (:mod:`.resident`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ..lp import INF, assignment_bound
 from ..mechanism import exponential_mechanism
 from .master import LazyRows, Master, build_master, master_bound, master_init_cuts, solve_master
 from .recovery import Candidate, Recovery, certified_candidate
+from .resident import ResidentBlocks, resident_blocks
 from .subproblems import BlockOutcome, Subproblem, TimeUp, build_subproblems, solve_block
 
 __all__ = ["BendersResult", "benders"]
@@ -176,7 +177,8 @@ def benders(
     recovery : str
         ``"segment"`` or ``"none"``.
     executor
-        Where the subproblems of an iteration run (:mod:`dpmodels.core.executors`).
+        Where the subproblems of an iteration run (:mod:`dpmodels.core.executors`); on Dask each
+        block stays on one worker, warm-started, for the whole run.
     progress : bool
         Show a progress bar.
 
@@ -192,7 +194,7 @@ def benders(
     for sub in run.subs:
         sub.deadline = deadline
     status = "max_iter"
-    with resolve_executor(executor) as pool:
+    with resolve_executor(executor) as ex, resident_blocks(run.subs, ex) as pool:  # on Dask: blocks stay on workers
         for it in range(1, max_iter + 1):
             status = _iterate(run, it, pool, stabilize, deadline, progress)
             if status is None and time_limit is not None and time.perf_counter() - run.start > time_limit:
@@ -354,8 +356,11 @@ def _initial_core(instance: MDPInstance, y_order: np.ndarray, stabilize: float) 
 
 
 def _solve_blocks(subs: list[Subproblem], zy: np.ndarray, pool) -> list[BlockOutcome]:
-    if pool is None:  # in process: persistent, warm-started subproblem models
+    """Every block at ``zy``: warm-started in process or on Dask (:mod:`.resident`), else shipped and cold."""
+    if pool is None:
         return [solve_block(s, zy) for s in subs]
+    if isinstance(pool, ResidentBlocks):
+        return pool.solve(zy)
     return map_tasks(_solve_task, [(s, zy) for s in subs], executor=pool)
 
 
