@@ -30,7 +30,9 @@ def model1_solution(marker, sol) -> StructureSolution:
     """A Model 1 DP solution in the layout of the marker's model (QIP, or chord MILP with ``t``)."""
     values = {"n": sol.counts}
     if marker.formulation == "pgsr.hierarchical_milp":
-        values["t"] = (sol.counts - marker.data.noisy.values) ** 2
+        noisy = marker.data.noisy
+        squared = (sol.counts - noisy.values) ** 2
+        values["t"] = squared if noisy.weights is None else noisy.weights * squared  # the chords' epigraph
     return converged(sol.objective, values, bound=sol.objective, info=sol.info)
 
 

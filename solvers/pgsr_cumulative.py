@@ -1,12 +1,13 @@
 """Cumulative PGSR plugins: ``isotonic_pava`` (Model A2) and ``pgsr_cdp`` (Algorithm 2).
 
 ``isotonic_pava`` solves Model A2 exactly: bounded least-squares isotonic regression per
-region is ``clip(PAVA(noisy), 0, G)`` (spec 3.6).
+region is ``clip(PAVA(noisy), 0, G)`` (spec 3.6), with weighted means for a weighted model.
 
 ``pgsr_cdp`` is M_c^dp (spec 4.5): per region the isotonic estimate, rounded half up and
 de-cumulated, becomes the input of the M_H^dp dynamic program.  It returns a feasible
 solution of Model 2 but not its optimum (the paper's Model 2 has no known polynomial
-algorithm), so its results say ``feasible``, not ``optimal``, in both Pyomo APIs.  The
+algorithm), so its results say ``feasible``, not ``optimal``, in both Pyomo APIs.  Its DP stage
+takes one weight per region: a model weighted otherwise is refused, naming ``weights``.  The
 algorithms are in :mod:`dpmodels.pgsr.algorithms.cumulative`; this module adapts them to Pyomo.
 """
 
@@ -35,7 +36,7 @@ class IsotonicPAVASolver(StructureSolver):
         return solve_isotonic(payload.noisy)
 
     def to_solution(self, marker, result, options):
-        objective = float(((result - marker.data.noisy.values) ** 2).sum())
+        objective = marker.data.noisy.squared_error(result)
         return converged(objective, {"c": result}, bound=objective)
 
 

@@ -31,7 +31,7 @@ class PGSRRelaxSolver(StructureSolver):
         return relaxed_values(payload.noisy, model1_feasible(payload))
 
     def to_solution(self, marker, result, options):
-        objective = float(((result - marker.data.noisy.values) ** 2).sum())
+        objective = marker.data.noisy.squared_error(result)
         return converged(objective, {"n": result})
 
 

@@ -1,5 +1,8 @@
 """Pyomo models of PGSR on cumulative values (spec 3.4, 3.6, 3.7): Model 2, Model A2 and Model 3.
 
+Each objective is least squares against the noisy values, weighted by ``noisy.weights`` when the
+values carry weights (:mod:`dpmodels.pgsr.weights`).
+
 Registered on import; :mod:`dpmodels.pgsr.models` imports this module, so every PGSR
 formulation is registered by importing ``models``.
 """
@@ -104,7 +107,8 @@ def build_cumulative_qip(
     doc="Model A2: per-region bounded isotonic QP of Algorithm 2",
 )
 def build_isotonic_qp(noisy: NoisyGroupSizes) -> pyo.ConcreteModel:
-    """Model A2 (spec 3.6): per region, the closest non-decreasing vector in ``[0, G]``.
+    """Model A2 (spec 3.6): per region, the closest non-decreasing vector in ``[0, G]`` (weighted
+    distance when ``noisy`` has weights).
 
     The regions are independent; one model holds them all.  Continuous by definition.
 

@@ -265,6 +265,14 @@ class NoisyGroupSizes:
         The measurement's other public facts (``epsilon``, ``calibration``, the declared
         ``z_max`` and the neighbour relation the budget refers to; a discrete Gaussian
         measurement has ``noise``, ``rho`` and ``sigma2_per_level`` instead of ``epsilon``).
+    weights : numpy.ndarray, optional
+        One positive weight per value, (regions, sizes) like ``values`` (a DataFrame is read by its
+        labels): every post-processing then fits ``sum w (x - noisy)^2`` instead of the paper's
+        ``sum (x - noisy)^2``.  For least squares the right weight is ``1 / variance``
+        (:mod:`dpmodels.pgsr.weights` says why and builds them from stated variances); only their
+        ratios matter.  None (default): every value weighs alike, the paper's objectives, computed
+        exactly as without this field.  Equal weights given as an array are kept (their objective
+        is the unweighted one times the weight).
     """
 
     hierarchy: Hierarchy
@@ -273,6 +281,7 @@ class NoisyGroupSizes:
     kind: Kind = "counts"
     level_scales: tuple[Fraction, ...] | None = None
     info: dict = field(default_factory=dict, compare=False)
+    weights: np.ndarray | None = field(default=None, compare=False)
 
     def __post_init__(self):
         self.hierarchy.require_uniform_depth("hierarchy")
@@ -292,6 +301,8 @@ class NoisyGroupSizes:
         values.setflags(write=False)
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "G", int(self.G))
+        if self.weights is not None:
+            object.__setattr__(self, "weights", _weight_matrix(self.hierarchy, self.weights, values.shape))
 
     @property
     def N(self) -> int:
@@ -310,13 +321,49 @@ class NoisyGroupSizes:
         return region_frame(self.values, self.hierarchy.names, self.hierarchy.level)
 
     def with_values(self, values, kind: Kind | None = None) -> NoisyGroupSizes:
-        """Same public facts, other values (e.g. the pre-processed estimates of Algorithm 2)."""
-        return NoisyGroupSizes(self.hierarchy, values, self.G, kind or self.kind, self.level_scales, dict(self.info))
+        """Same public facts and weights, other values (e.g. the pre-processed estimates of Algorithm 2)."""
+        return NoisyGroupSizes(
+            self.hierarchy, values, self.G, kind or self.kind, self.level_scales, dict(self.info), self.weights
+        )
+
+    def with_weights(self, weights, info: dict | None = None) -> NoisyGroupSizes:
+        """Same values and public facts, weighted by ``weights`` (None: unweighted); ``info`` replaces the facts."""
+        info = dict(self.info) if info is None else info
+        return NoisyGroupSizes(self.hierarchy, self.values, self.G, self.kind, self.level_scales, info, weights)
+
+    def cell_weights(self) -> np.ndarray:
+        """The weights as the compiled kernels take them: ``weights``, or ones when unweighted
+        (multiplying by 1.0 is exact, so the kernels then compute the paper's objective bit for bit)."""
+        if self.weights is None:
+            return np.ones(self.values.shape)
+        return np.ascontiguousarray(self.weights)
+
+    def squared_error(self, estimate) -> float:
+        """The least-squares objective at ``estimate`` (same layout as ``values``): ``sum w (x - noisy)^2``,
+        or ``sum (x - noisy)^2`` when unweighted."""
+        if self.weights is None:
+            return float(((estimate - self.values) ** 2).sum())
+        return float((self.weights * (estimate - self.values) ** 2).sum())
 
 
 def _region_matrix(hierarchy: Hierarchy, values, field: str):
     """``values`` in the hierarchy's row order: a DataFrame is matched by its region and size labels."""
     return region_matrix(values, hierarchy.names, hierarchy.level, field)
+
+
+def _weight_matrix(hierarchy: Hierarchy, weights, shape: tuple) -> np.ndarray:
+    """Weights in the values' layout: finite and > 0 (a weight of 0 would drop a measurement silently)."""
+    w = np.array(_region_matrix(hierarchy, weights, "weights"), dtype=np.float64)
+    if w.shape != shape:
+        raise DataValidationError("weights", f"must have the values' shape {shape}, got {w.shape}")
+    bad = np.argwhere(~np.isfinite(w) | (w <= 0))
+    if bad.size:
+        r, s = bad[0]
+        raise DataValidationError(
+            "weights", f"must be finite and > 0, got {w[r, s]!r} at region {hierarchy.names[r]!r}, size {s + 1}"
+        )
+    w.setflags(write=False)
+    return w
 
 
 def _leaf_matrix(hierarchy: Hierarchy, values):

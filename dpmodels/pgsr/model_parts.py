@@ -33,7 +33,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class GroupSizePayload:
-    """Payload of the PGSR models (1, 1 as MILP, 2, A2, 3): the noisy counts and the domains."""
+    """Payload of the PGSR models (1, 1 as MILP, 2, A2, 3): the noisy counts (with their weights,
+    if any) and the domains."""
 
     noisy: NoisyGroupSizes
     domains: Domains
@@ -77,9 +78,13 @@ def add_cell_vars(m, name: str, noisy: NoisyGroupSizes, domains: Domains, relax:
 
 
 def squared_error(var, noisy: NoisyGroupSizes, keys) -> pyo.Expression:
-    """``sum (var[k] - noisy_k)^2`` over the cells ``keys`` (in the noisy values' order)."""
+    """``sum (var[k] - noisy_k)^2`` over the cells ``keys`` (in the noisy values' order), or with
+    ``noisy.weights`` the weighted ``sum w_k (var[k] - noisy_k)^2`` (:mod:`dpmodels.pgsr.weights`)."""
     flat = noisy.values.ravel()
-    return pyo.quicksum((var[k] - float(a)) ** 2 for k, a in zip(keys, flat, strict=True))
+    if noisy.weights is None:
+        return pyo.quicksum((var[k] - float(a)) ** 2 for k, a in zip(keys, flat, strict=True))
+    weights = noisy.weights.ravel()
+    return pyo.quicksum(float(w) * (var[k] - float(a)) ** 2 for k, a, w in zip(keys, flat, weights, strict=True))
 
 
 def children_names(noisy: NoisyGroupSizes) -> dict[str, list[str]]:

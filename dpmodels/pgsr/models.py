@@ -74,7 +74,8 @@ def build_hierarchical_qip(
     """Model 1 (spec 3.1): least-squares consistent, faithful, integral group-size counts.
 
     ``min sum_r ||n^r - noisy^r||^2`` s.t. every level sums to G (H2), parents equal the sum
-    of their children (H3), ``n`` in its domain (H4).  ``redundant_levels=False`` keeps H2
+    of their children (H3), ``n`` in its domain (H4); with ``noisy.weights`` the weighted
+    ``sum w (n - noisy)^2`` (:mod:`dpmodels.pgsr.weights`).  ``redundant_levels=False`` keeps H2
     only for the root level (the others follow from H3).  ``fingerprint=False`` skips hashing
     the model for one that only a general solver will see (structure plugins then refuse it).
 
@@ -156,8 +157,9 @@ def build_hierarchical_milp(
 ) -> pyo.ConcreteModel:
     """Model 1 as an exact MILP (spec 3.9): an epigraph ``t >= chord_k(n)`` per domain step.
 
-    At every integer ``n`` the largest chord equals ``(n - noisy)^2``, so the optimum is the
-    QIP optimum; it needs ``|D| - 1`` cuts per variable, so keep domains small.
+    At every integer ``n`` the largest chord equals ``(n - noisy)^2`` (times the cell's weight
+    when ``noisy`` is weighted), so the optimum is the QIP optimum; it needs ``|D| - 1`` cuts per
+    variable, so keep domains small.
 
     Parameters
     ----------
@@ -177,27 +179,36 @@ def build_hierarchical_milp(
     """
     noisy.require_kind("counts", "build_hierarchical_milp")
     dom = resolve_domains(noisy, domains, delta, on_infeasible)
-    if dom.size() - dom.lo.size > max_cuts:
+    cuts = int(np.maximum(dom.hi - dom.lo, 1).sum())  # one per domain step, one for a fixed cell
+    if cuts > max_cuts:
         raise DataValidationError(
             "domains",
-            f"the chord MILP needs {dom.size() - dom.lo.size} cuts (> max_cuts={max_cuts}); "
-            "use truncated domains or raise max_cuts",
+            f"the chord MILP needs {cuts} cuts (> max_cuts={max_cuts}); use truncated domains or raise max_cuts",
         )
     m = base_model(noisy, "PGSR Model 1 (chord-epigraph MILP)")
     n = add_cell_vars(m, "n", noisy, dom, False, "released group-size counts n_s^r")
     m.t = pyo.Var(m.regions, m.sizes, domain=pyo.NonNegativeReals, doc="epigraph of (n - noisy)^2")
     _add_hierarchy_constraints(m, n, noisy, redundant_levels)
     idx = noisy.hierarchy.index
+    # A cell fixed to one value (lo == hi) keeps the chord to lo + 1: at n = lo it is exact, and
+    # without it t would be free (an optimum below the QIP's).
     cut_index = [
-        (r, s, k) for r, s in cell_keys(noisy) for k in range(int(dom.lo[idx[r], s - 1]), int(dom.hi[idx[r], s - 1]))
+        (r, s, k)
+        for r, s in cell_keys(noisy)
+        for k in range(int(dom.lo[idx[r], s - 1]), max(int(dom.hi[idx[r], s - 1]), int(dom.lo[idx[r], s - 1]) + 1))
     ]
+
+    weights = noisy.weights
 
     def chord(m, r, s, k):
         a = float(noisy.values[idx[r], s - 1])
         f_k, f_next = (k - a) ** 2, (k + 1 - a) ** 2
+        if weights is not None:
+            w = float(weights[idx[r], s - 1])
+            f_k, f_next = w * f_k, w * f_next
         return m.t[r, s] >= f_k + (f_next - f_k) * (n[r, s] - k)
 
-    m.chords = pyo.Constraint(cut_index, rule=chord, doc="t >= chord of (n - noisy)^2 between k and k+1")
+    m.chords = pyo.Constraint(cut_index, rule=chord, doc="t >= chord of w (n - noisy)^2 between k and k+1")
     m.objective = pyo.Objective(expr=pyo.quicksum(m.t.values()), sense=pyo.minimize)
     keys = cell_keys(noisy)
     attach_marker(

@@ -142,7 +142,7 @@ def _plain_relaxed_release(noisy, domains, time_limit) -> Release:
         raise DataValidationError("time_limit", "pgsr_relax is a finite algorithm with nothing to stop; leave it unset")
     dom = resolve_domains(noisy, domains, None, "widen")
     relaxed = relaxed_values(noisy, dom)
-    objective = float(((relaxed - noisy.values) ** 2).sum())
+    objective = noisy.squared_error(relaxed)
     counts = np.floor(relaxed + 0.5).astype(np.int64)
     return Release(counts, "optimal", objective, 0.0, "pgsr_relax", {"domain_widenings": dom.widenings})
 

@@ -37,8 +37,11 @@ def feasible_counts(hierarchy, n_sizes: int, G: int, lo=None, hi=None) -> np.nda
     return full
 
 
-def brute_force(hierarchy, values: np.ndarray, G: int, model: str, lo=None, hi=None) -> tuple[float, np.ndarray]:
-    """Optimum and the list of optimal releases of Model 1, 2 or 3 by enumeration."""
+def brute_force(
+    hierarchy, values: np.ndarray, G: int, model: str, lo=None, hi=None, weights=None
+) -> tuple[float, np.ndarray]:
+    """Optimum and the list of optimal releases of Model 1, 2 or 3 by enumeration (``weights``: the
+    weighted objective ``sum w (x - values)^2``, in the values' layout)."""
     points = feasible_counts(hierarchy, values.shape[1], G, lo, hi)
     if model == "hierarchical":
         transformed = points
@@ -48,7 +51,8 @@ def brute_force(hierarchy, values: np.ndarray, G: int, model: str, lo=None, hi=N
         transformed = np.stack([chain_cumulative(hierarchy, p) for p in points])
     else:
         raise ValueError(model)
-    obj = ((transformed - values[None]) ** 2).sum(axis=(1, 2))
+    w = np.ones(values.shape) if weights is None else np.asarray(weights, dtype=np.float64)
+    obj = (w[None] * (transformed - values[None]) ** 2).sum(axis=(1, 2))
     best = obj.min()
     return float(best), points[np.isclose(obj, best)]
 

@@ -5,7 +5,9 @@ with ``phi`` either ``tau_i(v)`` (the next node is shallower: equality C9) or th
 minimum of ``tau_i`` (Eqs. 8a-8b).  Tables are convex (Lemma 7), so the DP keeps one table
 at a time and each node's argmin.  When the tables would be too large (wide domains, as
 with the sound noise calibration) the same optimum is computed by pool-adjacent-violators
-on the chain, which is exact for separable convex costs under chain constraints.  The
+on the chain, which is exact for separable convex costs under chain constraints.  Weighted values
+(``noisy.weights``, any weight per cell) weigh each chain node's cost ``w (v - noisy)^2``; the tables
+stay convex and PAVA pools by weighted means, so both stay exact.  The
 ``pgsr_chain`` plugin (:mod:`dpmodels.solvers.pgsr_chain`) runs it on a Pyomo model.
 """
 
@@ -72,6 +74,7 @@ def solve_chain(
     regions, sizes = chain_order(noisy.hierarchy, noisy.N)
     links = chain_links(noisy.hierarchy, noisy.N)
     y = noisy.values[regions, sizes]
+    w = noisy.cell_weights()[regions, sizes]
     lo = dom.lo[regions, sizes].copy()
     hi = dom.hi[regions, sizes].copy()
     lo[-1] = hi[-1] = noisy.G
@@ -79,14 +82,14 @@ def solve_chain(
     entries = int((fhi - flo + 1).sum())
     chosen = method if method != "auto" else ("dp" if entries <= TABLE_BUDGET else "pava")
     if chosen == "dp":
-        x, _ = kernels.chain_dp(y, flo, fhi, links, noisy.G)
+        x, _ = kernels.chain_dp(y, w, flo, fhi, links, noisy.G)
     else:
-        x, feasible = kernels.chain_pava(y, flo, fhi, links, noisy.G)
+        x, feasible = kernels.chain_pava(y, w, flo, fhi, links, noisy.G)
         if not feasible:
             raise RuntimeError("pgsr_chain: PAVA found no feasible pooling on feasible domains (internal error)")
     chain = np.empty(noisy.values.shape, dtype=np.int64)
     chain[regions, sizes] = x
-    objective = float(((x - y) ** 2).sum())
+    objective = float((w * (x - y) ** 2).sum())  # ones when unweighted: the same sum, bit for bit
     info = {
         "method": chosen,
         "table_entries": entries,
@@ -106,11 +109,12 @@ def chain_tables(noisy: NoisyGroupSizes, domains: Domains) -> list[tuple[int, np
     """
     regions, sizes = chain_order(noisy.hierarchy, noisy.N)
     links = chain_links(noisy.hierarchy, noisy.N)
+    weights = noisy.cell_weights()
     tables: list[tuple[int, np.ndarray]] = []
     for i, (r, s) in enumerate(zip(regions, sizes, strict=True)):
         lo, hi = int(domains.lo[r, s]), int(domains.hi[r, s])
         v = np.arange(lo, hi + 1)
-        tau = (v - noisy.values[r, s]) ** 2
+        tau = weights[r, s] * (v - noisy.values[r, s]) ** 2
         if tables:
             prev_lo, prev = tables[-1]
             ref = prev if links[i - 1] == 2 else np.minimum.accumulate(prev)  # tau_i(v) or min_{x<=v} tau_i(x)

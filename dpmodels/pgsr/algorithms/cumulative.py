@@ -8,6 +8,12 @@ half up and de-cumulated, becomes the input of the M_H^dp dynamic program.  It r
 feasible solution of Model 2 but not its optimum (the paper's Model 2 has no known polynomial
 algorithm).  The plugins ``isotonic_pava`` and ``pgsr_cdp`` (:mod:`dpmodels.solvers.pgsr_cumulative`)
 run them on Pyomo models.
+
+Weighted values (``noisy.weights``): PAVA pools by weighted means, exact for any weight per cell.
+Algorithm 2's DP stage works on each region's de-cumulated counts, which mix all of the region's
+cumulative values, so it takes one weight per region (a region's cumulative values measured alike,
+as every level-wise measurement is) and refuses weights that differ within a region, naming
+``weights``: use M_c (Model 2 on a solver) for those.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from dpmodels.core.errors import DataValidationError
 
 from ..data import NoisyGroupSizes, cumulative, decumulate
 from ..domains import Domains
+from ..weights import region_weights
 from . import kernels
 from .hierarchical import solve_hierarchical
 from .window import solve_exact
@@ -42,7 +49,7 @@ def solve_isotonic(noisy: NoisyGroupSizes) -> np.ndarray:
         The isotonic estimates (regions x sizes, float).
     """
     noisy.require_kind("cumulative", "isotonic_pava")
-    return kernels.isotonic_rows(np.ascontiguousarray(noisy.values), 0.0, float(noisy.G))
+    return kernels.isotonic_rows(np.ascontiguousarray(noisy.values), noisy.cell_weights(), 0.0, float(noisy.G))
 
 
 @dataclass
@@ -63,7 +70,8 @@ def solve_cumulative_dp(
     """Algorithm 2: isotonic step, round half up, (-), then the M_H^dp DP on the result.
 
     The DP's domains are built around the pre-processed counts with the cumulative noise
-    scale (spec 4.5: the smaller noise gives smaller domains).  ``objective`` is Model 2's
+    scale (spec 4.5: the smaller noise gives smaller domains).  Weighted values need one weight per
+    region (the DP stage weighs each region's counts by it); others are refused.  ``objective`` is Model 2's
     objective at the released solution.  The DP stage is exact Model 1 either way: ``method``
     ``"windows"`` (certified windows, :mod:`.window`) or ``"tables"`` (the paper's table DP).
 
@@ -88,11 +96,12 @@ def solve_cumulative_dp(
     """
     if method not in ("windows", "tables"):
         raise DataValidationError("method", f"must be 'windows' or 'tables', got {method!r}")
+    region_weights(noisy, "M_c^dp (Algorithm 2: its DP stage de-cumulates each region)")
     tick = time.perf_counter()
     iso = solve_isotonic(noisy)
     pre = decumulate(np.floor(iso + 0.5))
     solver = solve_exact if method == "windows" else solve_hierarchical
     dp = solver(noisy.with_values(pre, kind="counts"), domains, delta, on_infeasible)
-    objective = float(((cumulative(dp.counts) - noisy.values) ** 2).sum())
+    objective = noisy.squared_error(cumulative(dp.counts))
     info = dict(dp.info, dp_objective=dp.objective, seconds=time.perf_counter() - tick)
     return CumulativeSolution(dp.counts, iso, pre, objective, dp.domains, info)

@@ -1,8 +1,9 @@
 """The M_H^dp dynamic program with polynomial TableMerge (spec 4.2-4.3).
 
-Bottom-up, every node of the DP tree gets a convex cost table ``tau(v) = (v - noisy)^2 +
-phi(v)``, where ``phi`` is the min-plus convolution of its children's tables, computed by
-merging their slopes greedily (Algorithm 1; Lemma 5 makes the greedy exact).  Top-down,
+Bottom-up, every node of the DP tree gets a convex cost table ``tau(v) = w (v - noisy)^2 +
+phi(v)`` (``w`` the cell's weight, 1 when the values are unweighted), where ``phi`` is the
+min-plus convolution of its children's tables, computed by merging their slopes greedily
+(Algorithm 1; Lemma 5 makes the greedy exact).  Top-down,
 G is split over the root's sizes and every chosen value over the children.  The result
 is the exact optimum of Model 1 on the model's domains: integral, consistent, faithful and
 non-negative by construction.
@@ -66,13 +67,15 @@ class CostTables:
 
     def kernel_state(self, noisy: NoisyGroupSizes) -> tuple:
         """The tuple the compiled kernels take (see :mod:`dpmodels.pgsr.algorithms.kernels`)."""
-        return (noisy.hierarchy.is_leaf, noisy.values, self.lo, self.hi, self.offset, self.tables, self.argmin)
+        h = noisy.hierarchy
+        return (h.is_leaf, noisy.values, self.lo, self.hi, self.offset, self.tables, self.argmin, noisy.cell_weights())
 
-    def table(self, r: int, s: int, is_leaf: bool, noisy: np.ndarray) -> tuple[int, np.ndarray]:
-        """``(lo, values)`` of the table of node (r, s); leaf tables are evaluated on demand."""
+    def table(self, r: int, s: int, is_leaf: bool, noisy: np.ndarray, weight: float = 1.0) -> tuple[int, np.ndarray]:
+        """``(lo, values)`` of the table of node (r, s); leaf tables (``weight`` times the squared
+        distance) are evaluated on demand."""
         lo, hi = int(self.lo[r, s]), int(self.hi[r, s])
         if is_leaf:
-            return lo, (np.arange(lo, hi + 1) - noisy[r, s]) ** 2
+            return lo, weight * (np.arange(lo, hi + 1) - noisy[r, s]) ** 2
         start = int(self.offset[r, s])
         return lo, self.tables[start : start + hi - lo + 1].copy()
 
@@ -96,7 +99,8 @@ def solve_hierarchical(
     """Exact optimum of Model 1 on plain data, without building a Pyomo model.
 
     The paper's M_H^dp: cost tables on every internal node's domain, merged by TableMerge.
-    A widened truncation is recorded in ``info``.
+    A widened truncation is recorded in ``info``.  Weighted values (``noisy.weights``, any weight
+    per cell) weigh every cell's cost; the tables stay convex, so the merge stays exact.
 
     Parameters
     ----------
@@ -127,7 +131,7 @@ def solve_hierarchical(
     if cost < 0:
         raise RuntimeError("pgsr_dp: top-down split failed on feasible domains (internal error)")
     done = time.perf_counter()
-    objective = float(((counts - noisy.values) ** 2).sum())
+    objective = noisy.squared_error(counts)
     info = {
         "dp_objective": float(cost),
         "table_entries": int(state.tables.size),

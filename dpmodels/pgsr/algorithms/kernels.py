@@ -8,6 +8,10 @@ Conventions: regions are in the hierarchy's canonical breadth-first order (child
 region are contiguous and have larger positions), sizes are 0-based columns, domains are
 integer intervals ``[lo, hi]`` already reduced by interval propagation so that every
 value of a node's interval is reachable by its children.
+
+Weights: every cost is ``w (v - noisy)^2`` with the cell's weight ``w`` (ones when the values are
+unweighted: multiplying by 1.0 is exact, so the paper's unweighted costs come out bit for bit).
+A cell's weight does not move its own integer argmin, ``ceil(noisy - 1/2)``.
 """
 
 from __future__ import annotations
@@ -66,27 +70,27 @@ def _heap_pop(keys, ids, size):
 
 
 # ---------------------------------------------------------------------------- tables
-# ``state = (is_leaf, noisy, lo, hi, offset, tables, argmin)`` bundles the DP tables: an
+# ``state = (is_leaf, noisy, lo, hi, offset, tables, argmin, weights)`` bundles the DP tables: an
 # internal node's table lives in ``tables[offset[r, s] : offset[r, s] + hi - lo + 1]``, a
-# leaf's is the closed form ``(v - noisy)^2`` and is never stored.
+# leaf's is the closed form ``w (v - noisy)^2`` and is never stored.
 
 
 @njit(cache=True, inline="always")
 def _tau(state, r, s, v):
     """Cost table value tau_s^r(v)."""
-    is_leaf, noisy, lo, hi, offset, tables, argmin = state
+    is_leaf, noisy, lo, hi, offset, tables, argmin, weights = state
     if is_leaf[r]:
         d = v - noisy[r, s]
-        return d * d
+        return weights[r, s] * (d * d)
     return tables[offset[r, s] + v - lo[r, s]]
 
 
 @njit(cache=True, inline="always")
 def _slope(state, r, s, v, step):
     """tau(v + step) - tau(v) for step = +1 or -1."""
-    is_leaf, noisy, lo, hi, offset, tables, argmin = state
+    is_leaf, noisy, lo, hi, offset, tables, argmin, weights = state
     if is_leaf[r]:
-        return 2.0 * step * (v - noisy[r, s]) + 1.0
+        return weights[r, s] * (2.0 * step * (v - noisy[r, s]) + 1.0)
     base = offset[r, s] - lo[r, s]
     return tables[base + v + step] - tables[base + v]
 
@@ -148,7 +152,7 @@ def hierarchical_tables(child_start, child_count, state):
     children's argmins (up to ``hi``, down to ``lo``); then ``tau = (v - noisy)^2 + phi``.
     Returns False if a walk could not reach the interval (the caller checked feasibility).
     """
-    is_leaf, noisy, lo, hi, offset, tables, argmin = state
+    is_leaf, noisy, lo, hi, offset, tables, argmin, weights = state
     R, N = noisy.shape
     width = _widest(child_count, N)
     keys = np.empty(width)
@@ -175,7 +179,7 @@ def hierarchical_tables(child_start, child_count, state):
             best_j = 0
             for j in range(phi.shape[0]):
                 d = lo[r, s] + j - noisy[r, s]
-                phi[j] += d * d
+                phi[j] += weights[r, s] * (d * d)
                 if phi[j] < phi[best_j]:
                     best_j = j
             argmin[r, s] = lo[r, s] + best_j
@@ -189,7 +193,7 @@ def hierarchical_split(G, child_start, child_count, state, out):
 
     Fills ``out`` (regions x sizes) and returns phi^T(G), or -1 if G is unreachable.
     """
-    is_leaf, noisy, lo, hi, offset, tables, argmin = state
+    is_leaf, noisy, lo, hi, offset, tables, argmin, weights = state
     R, N = noisy.shape
     width = _widest(child_count, N)
     keys = np.empty(width)
@@ -224,9 +228,10 @@ def hierarchical_split(G, child_start, child_count, state, out):
 
 # ---------------------------------------------------------------------------- chain
 @njit(cache=True)
-def chain_dp(y, lo, hi, links, G):
+def chain_dp(y, w, lo, hi, links, G):
     """Chain DP of Model 3 (Eqs. 8a-8b) with rolling tables: O(sum |D|) time, O(max |D|) memory.
 
+    Node ``i`` costs ``w[i] (v - y[i])^2``.
     ``links[i]`` ties nodes i and i+1: 1 for ``<=``, 2 for ``=``.  ``lo``/``hi`` must be the
     forward-propagated feasible intervals with the last node fixed to G.  Each table is
     convex (Lemma 7), so ``min_{x<=v} tau_i(x)`` is ``tau_i(min(v, argmin_i))`` and the
@@ -241,7 +246,7 @@ def chain_dp(y, lo, hi, links, G):
     argmin = np.empty(n, dtype=np.int64)
     for j in range(hi[0] - lo[0] + 1):
         d = lo[0] + j - y[0]
-        prev[j] = d * d
+        prev[j] = w[0] * (d * d)
     for i in range(n):
         if i > 0:
             for j in range(hi[i] - lo[i] + 1):
@@ -251,7 +256,7 @@ def chain_dp(y, lo, hi, links, G):
                 else:
                     u = min(v, argmin[i - 1])
                 d = v - y[i]
-                cur[j] = d * d + prev[u - lo[i - 1]]
+                cur[j] = w[i] * (d * d) + prev[u - lo[i - 1]]
             prev, cur = cur, prev
         best = 0
         for j in range(1, hi[i] - lo[i] + 1):
@@ -270,11 +275,12 @@ def chain_dp(y, lo, hi, links, G):
 
 
 @njit(cache=True)
-def chain_pava(y, lo, hi, links, G):
+def chain_pava(y, weight, lo, hi, links, G):
     """Exact integer isotonic regression on the chain (pool adjacent violators).
 
-    Model 3 is a chain of ``<=``/``=`` links with separable convex costs, so PAVA with
-    block minimisers ``clip(ceil(mean - 1/2), max lo, min hi)`` is exact.  Runs in O(n)
+    Model 3 is a chain of ``<=``/``=`` links with separable convex costs ``weight[i] (x - y[i])^2``,
+    so PAVA with block minimisers ``clip(ceil(mean - 1/2), max lo, min hi)`` (``mean`` the block's
+    weighted mean) is exact.  Runs in O(n)
     whatever the domain widths, which the table DP cannot.  Returns (x, feasible).
     """
     n = y.shape[0]
@@ -295,8 +301,8 @@ def chain_pava(y, lo, hi, links, G):
         bhi[top] = hi[i]
         first[top] = i
         while True:
-            w[top] += 1.0
-            sy[top] += y[i]
+            w[top] += weight[i]
+            sy[top] += weight[i] * y[i]
             blo[top] = max(blo[top], lo[i])
             bhi[top] = min(bhi[top], hi[i])
             if i == n - 1:
@@ -335,10 +341,11 @@ def _block_value(sum_y, weight, low, high):
 
 # ---------------------------------------------------------------------------- isotonic
 @njit(cache=True)
-def isotonic_rows(values, low, high):
-    """Row-wise least-squares isotonic regression clipped to [low, high] (Model A2).
+def isotonic_rows(values, w, low, high):
+    """Row-wise weighted least-squares isotonic regression clipped to [low, high] (Model A2).
 
-    Bounded isotonic regression with uniform bounds is ``clip(PAVA(y))`` (spec 3.6).
+    Bounded isotonic regression with uniform bounds is ``clip(PAVA(y))`` (spec 3.6); cell ``(r, i)``
+    costs ``w[r, i] (x - values[r, i])^2`` and a pooled block takes its weighted mean.
     """
     R, N = values.shape
     out = np.empty_like(values)
@@ -350,7 +357,7 @@ def isotonic_rows(values, low, high):
         for i in range(N):
             top += 1
             means[top] = values[r, i]
-            weights[top] = 1.0
+            weights[top] = w[r, i]
             starts[top] = i
             while top > 0 and means[top - 1] > means[top]:
                 wsum = weights[top - 1] + weights[top]

@@ -3,7 +3,8 @@
 The same bottom-up/top-down DP as :mod:`dpmodels.pgsr.algorithms.hierarchical`, but every
 ``phi_s^r(v)`` is the optimum of Model 4 (:func:`~dpmodels.pgsr.models.build_node_subproblem`)
 solved by a MILP solver, one solve per ``(r, s, v)`` (Theorem 2: ``O(|R| N |D|)`` sub-problems).
-It exists to measure what TableMerge saves; use it on small instances only.
+It exists to measure what TableMerge saves; use it on small instances only.  Weighted values
+(``noisy.weights``) weigh each node's own cost ``w (v - noisy)^2``; Model 4 sees only the tables.
 """
 
 from __future__ import annotations
@@ -46,13 +47,14 @@ def solve_hierarchical_op(
     dom = resolve_domains(noisy, domains, delta, on_infeasible)
     h = noisy.hierarchy
     lo, hi = hierarchical_feasible_interval(h, dom)
+    weights = noisy.cell_weights()
     tables: dict[tuple[int, int], np.ndarray] = {}
     splits: dict[tuple[int, int], dict[int, np.ndarray]] = {}
     solves = 0
     for s in range(noisy.N):
         for r in range(h.n_regions - 1, -1, -1):
             values = np.arange(lo[r, s], hi[r, s] + 1)
-            own = (values - noisy.values[r, s]) ** 2
+            own = weights[r, s] * (values - noisy.values[r, s]) ** 2
             if h.is_leaf[r]:
                 tables[r, s] = own
                 continue
@@ -71,7 +73,7 @@ def solve_hierarchical_op(
     for s in range(noisy.N):
         for r in h.internal:
             counts[h.children(r), s] = splits[r, s][int(counts[r, s])]
-    objective = float(((counts - noisy.values) ** 2).sum())
+    objective = noisy.squared_error(counts)
     info = {
         "dp_objective": cost,
         "subproblems": solves,

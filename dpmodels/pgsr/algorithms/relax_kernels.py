@@ -4,17 +4,20 @@ A node's *demand* ``x_u(p)`` is the value minimising ``tau_u(x) - p x`` on its i
 amount the node takes at marginal price ``p``.  For the relaxation every demand is continuous,
 non-decreasing and piecewise linear, and it is built bottom-up without any table of the domain:
 
-* a leaf takes ``clip((p + 2 a) / 2, lo, hi)`` (two breakpoints);
+* a leaf of cost ``w (x - a)^2`` takes ``clip((p + 2 w a) / (2 w), lo, hi)`` (two breakpoints);
 * an internal node's children together take ``D(q) = sum_c x_c(q)`` (merge their breakpoints);
-  its own cost adds ``2 (x - a)`` to the price, so it takes ``x = D(q)`` at ``p = q + 2 (D(q) - a)``
-  (the same breakpoints, moved), clipped to its interval.
+  its own cost adds ``2 w (x - a)`` to the price, so it takes ``x = D(q)`` at
+  ``p = q + 2 w (D(q) - a)`` (the same breakpoints, moved), clipped to its interval.
+
+``w`` is the cell's weight (ones for unweighted values: every product by 1.0 is exact, so the
+unweighted demands come out bit for bit as before weights existed).
 
 A demand is stored as its breakpoints ``P`` (increasing) and values ``X``: constant ``X[0]``
 left of ``P[0]`` (the largest price at the lower bound), linear between, constant ``X[-1]``
 right of the last point (the smallest price at the upper bound).  A node with ``k`` leaves below
 has at most ``2 k + 2 * (internal nodes below)`` breakpoints, whatever the domain width.
 Top-down, the root price splits ``G`` over the sizes and every node passes the price its
-children see, ``q = p - 2 (x - a)``, down the tree.  Floating point throughout: the result
+children see, ``q = p - 2 w (x - a)``, down the tree.  Floating point throughout: the result
 centres the exact solver's windows (:mod:`dpmodels.pgsr.algorithms.window`), which certifies its own
 answer, so nothing here has to be exact.
 """
@@ -26,7 +29,7 @@ from numba import njit, prange
 
 
 @njit(cache=True)
-def _child_increments(s, kids, is_leaf, a, lo, hi, P, X, start, count):
+def _child_increments(s, kids, is_leaf, a, w, lo, hi, P, X, start, count):
     """Breakpoints and slope increments of every child's demand, and their sum at -inf."""
     n = 0
     for c in kids:
@@ -37,10 +40,10 @@ def _child_increments(s, kids, is_leaf, a, lo, hi, P, X, start, count):
     k = 0
     for c in kids:
         if is_leaf[c]:
-            at[k] = 2.0 * (lo[c, s] - a[c, s])
-            inc[k] = 0.5
-            at[k + 1] = 2.0 * (hi[c, s] - a[c, s])
-            inc[k + 1] = -0.5
+            at[k] = 2.0 * w[c, s] * (lo[c, s] - a[c, s])
+            inc[k] = 0.5 / w[c, s]
+            at[k + 1] = 2.0 * w[c, s] * (hi[c, s] - a[c, s])
+            inc[k + 1] = -0.5 / w[c, s]
             base += lo[c, s]
             k += 2
             continue
@@ -59,9 +62,9 @@ def _child_increments(s, kids, is_leaf, a, lo, hi, P, X, start, count):
 
 
 @njit(cache=True)
-def _node_demand(s, r, kids, is_leaf, a, lo, hi, P, X, start, count):
+def _node_demand(s, r, kids, is_leaf, a, w, lo, hi, P, X, start, count):
     """Store node ``(r, s)``'s clipped demand from its children's (see the module docstring)."""
-    at, inc, base = _child_increments(s, kids, is_leaf, a, lo, hi, P, X, start, count)
+    at, inc, base = _child_increments(s, kids, is_leaf, a, w, lo, hi, P, X, start, count)
     order = np.argsort(at, kind="mergesort")
     n = at.shape[0]
     px = np.empty(n)  # unclipped demand: price, value and slope after each point
@@ -75,9 +78,9 @@ def _node_demand(s, r, kids, is_leaf, a, lo, hi, P, X, start, count):
         slope += inc[order[k]]
         if slope < 0.0:  # rounding of increments that cancel
             slope = 0.0
-        px[k] = t + 2.0 * (value - a[r, s])
+        px[k] = t + 2.0 * w[r, s] * (value - a[r, s])
         vx[k] = value
-        rx[k] = slope / (1.0 + 2.0 * slope)
+        rx[k] = slope / (1.0 + 2.0 * w[r, s] * slope)
     count[r, s] = _clip_into(px, vx, rx, lo[r, s], hi[r, s], P[s], X[s], start[r])
 
 
@@ -129,7 +132,7 @@ def _evaluate(Ps, Xs, o, m, p):
 
 
 @njit(cache=True, parallel=True)
-def demands(child_start, child_count, is_leaf, a, lo, hi, start, capacity):
+def demands(child_start, child_count, is_leaf, a, w, lo, hi, start, capacity):
     """Bottom-up: the demand of every internal node of every size (``P``, ``X``, point counts)."""
     R, S = a.shape
     P = np.empty((S, capacity))
@@ -139,26 +142,27 @@ def demands(child_start, child_count, is_leaf, a, lo, hi, start, capacity):
         for r in range(R - 1, -1, -1):
             if not is_leaf[r]:
                 kids = np.arange(child_start[r], child_start[r] + child_count[r])
-                _node_demand(s, r, kids, is_leaf, a, lo, hi, P, X, start, count)
+                _node_demand(s, r, kids, is_leaf, a, w, lo, hi, P, X, start, count)
     return P, X, count
 
 
 @njit(cache=True)
-def _root_demand(s, is_leaf, a, lo, hi, P, X, count, p):
+def _root_demand(s, is_leaf, a, w, lo, hi, P, X, count, p):
     """The root's demand for size ``s`` at price ``p`` (closed form when the root is a leaf)."""
     if is_leaf[0]:
-        return min(max((p + 2.0 * a[0, s]) / 2.0, lo[0, s]), hi[0, s])
+        return min(max((p + 2.0 * w[0, s] * a[0, s]) / (2.0 * w[0, s]), lo[0, s]), hi[0, s])
     return _evaluate(P[s], X[s], 0, count[0, s], p)
 
 
 @njit(cache=True)
-def root_price(is_leaf, a, lo, hi, P, X, count, G, iterations=200):
+def root_price(is_leaf, a, w, lo, hi, P, X, count, G, iterations=200):
     """The price at which the root's sizes together take ``G`` (bisection on the total demand)."""
     S = a.shape[1]
     low, high = np.inf, -np.inf
     for s in range(S):
         if is_leaf[0]:
-            low, high = min(low, 2.0 * (lo[0, s] - a[0, s])), max(high, 2.0 * (hi[0, s] - a[0, s]))
+            low = min(low, 2.0 * w[0, s] * (lo[0, s] - a[0, s]))
+            high = max(high, 2.0 * w[0, s] * (hi[0, s] - a[0, s]))
         else:
             low, high = min(low, P[s, 0]), max(high, P[s, count[0, s] - 1])
     for _ in range(iterations):
@@ -167,7 +171,7 @@ def root_price(is_leaf, a, lo, hi, P, X, count, G, iterations=200):
             break
         total = 0.0
         for s in range(S):
-            total += _root_demand(s, is_leaf, a, lo, hi, P, X, count, mid)
+            total += _root_demand(s, is_leaf, a, w, lo, hi, P, X, count, mid)
         if total < G:
             low = mid
         else:
@@ -176,7 +180,7 @@ def root_price(is_leaf, a, lo, hi, P, X, count, G, iterations=200):
 
 
 @njit(cache=True, parallel=True)
-def split(price, child_start, child_count, is_leaf, a, lo, hi, P, X, start, count):
+def split(price, child_start, child_count, is_leaf, a, w, lo, hi, P, X, start, count):
     """Top-down: every node's relaxed value, passing each node's price to its children."""
     R, S = a.shape
     out = np.empty((R, S))
@@ -186,12 +190,12 @@ def split(price, child_start, child_count, is_leaf, a, lo, hi, P, X, start, coun
         for r in range(R):
             p = paid[r]
             if is_leaf[r]:
-                out[r, s] = min(max((p + 2.0 * a[r, s]) / 2.0, lo[r, s]), hi[r, s])
+                out[r, s] = min(max((p + 2.0 * w[r, s] * a[r, s]) / (2.0 * w[r, s]), lo[r, s]), hi[r, s])
                 continue
             o, m = start[r], count[r, s]
             x = _evaluate(P[s], X[s], o, m, p)
             out[r, s] = x
             p = min(max(p, P[s, o]), P[s, o + m - 1])  # a clipped node pays its crossing price
             for c in range(child_start[r], child_start[r] + child_count[r]):
-                paid[c] = p - 2.0 * (x - a[r, s])
+                paid[c] = p - 2.0 * w[r, s] * (x - a[r, s])
     return out

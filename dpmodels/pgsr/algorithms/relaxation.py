@@ -5,6 +5,7 @@ The relaxation's optimum is where every node's marginal cost equals the price it
 function of the price, with about two breakpoints per leaf below it, then splits ``G`` top-down).
 Its cost grows with the number of leaves, not with the domain width ``G``.
 
+Weighted values (``noisy.weights``) enter every cell's cost ``w (x - noisy)^2`` and so every demand.
 Floating point: the values are accurate to rounding, not certified.  The exact solver
 (:mod:`dpmodels.pgsr.algorithms.window`) only uses them to centre its search windows and certifies its
 own integer answer independently.
@@ -54,8 +55,9 @@ def relaxed_values(noisy: NoisyGroupSizes, domains="full") -> np.ndarray:
     h = noisy.hierarchy
     lo, hi = (b.astype(np.float64) for b in hierarchical_feasible_interval(h, dom))
     a = np.ascontiguousarray(noisy.values, dtype=np.float64)
+    w = noisy.cell_weights()
     cap = demand_capacity(h)
     start = (np.cumsum(cap) - cap).astype(np.int64)
-    P, X, count = relax_kernels.demands(h.child_start, h.child_count, h.is_leaf, a, lo, hi, start, int(cap.sum()))
-    price = relax_kernels.root_price(h.is_leaf, a, lo, hi, P, X, count, float(noisy.G))
-    return relax_kernels.split(price, h.child_start, h.child_count, h.is_leaf, a, lo, hi, P, X, start, count)
+    P, X, count = relax_kernels.demands(h.child_start, h.child_count, h.is_leaf, a, w, lo, hi, start, int(cap.sum()))
+    price = relax_kernels.root_price(h.is_leaf, a, w, lo, hi, P, X, count, float(noisy.G))
+    return relax_kernels.split(price, h.child_start, h.child_count, h.is_leaf, a, w, lo, hi, P, X, start, count)

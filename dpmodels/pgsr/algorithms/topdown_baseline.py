@@ -17,6 +17,12 @@ at every level (#CV = 0) by construction.  It uses the same measurement as ``M_H
 scale ``2L/eps`` per level) and sees only the noisy values and the public hierarchy and ``G``:
 post-processing, so it is as private as the measurement.
 
+Weighted values (``noisy.weights``, any weight per cell): every projection minimises the weighted
+``sum w (x - noisy)^2`` (the same closed form takes weights) and every rounding is the nearest
+integer vector in the same weighted distance: raising ``y_i`` above ``floor x_i`` costs
+``w_i (1 - 2 frac x_i)``, so the ``d`` cheapest raises are taken (equal weights: the largest
+remainders, exactly as unweighted).
+
 This is *not* the Census Bureau's production TopDown (:mod:`dpmodels.topdown`, spec
 ``topdown.md``), which weights queries by their variance, keeps invariants and group-quarters
 flows, and rounds by a min-cost flow; on one table of counts with identity queries, equal
@@ -48,16 +54,18 @@ class TopDownBaseline:
     info: dict = field(default_factory=dict)
 
 
-def project_simplex(values: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """Column-wise ``argmin ||x - values[:, j]||^2`` s.t. ``x >= 0``, ``sum x = totals[j]``.
+def project_simplex(values: np.ndarray, totals: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Column-wise ``argmin sum_i w_i (x_i - values[i, j])^2`` s.t. ``x >= 0``, ``sum x = totals[j]``.
 
-    ``values`` is (entries x columns), ``totals`` one non-negative number per column.
+    ``values`` is (entries x columns), ``totals`` one non-negative number per column, ``weights``
+    positive, of ``values``' shape (None: all 1).
     """
     values = np.asarray(values, dtype=np.float64)
-    return simplex_projection(values, np.ones((1, 1)), np.asarray(totals, dtype=np.float64))
+    w = np.ones((1, 1)) if weights is None else np.asarray(weights, dtype=np.float64)
+    return simplex_projection(values, w, np.asarray(totals, dtype=np.float64))
 
 
-def largest_remainder(x: np.ndarray, totals: np.ndarray) -> np.ndarray:
+def largest_remainder(x: np.ndarray, totals: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     """Column-wise integer ``y`` with ``y_i in {floor x_i, floor x_i + 1}`` and ``sum y = totals``
     that is nearest to ``x`` in L1: the columns' largest fractional parts get the ``+1``.
 
@@ -66,13 +74,25 @@ def largest_remainder(x: np.ndarray, totals: np.ndarray) -> np.ndarray:
     are ties and go to the smaller index, so equal remainders (every active entry of one
     projected column has the same fraction when the noisy values are integers) are broken
     by position, not by float noise.
+
+    With ``weights`` (positive, ``x``'s shape) the nearest in ``sum w |y - x|`` (equally in ``sum w
+    (y - x)^2``: on ``{floor, floor + 1}`` both charge a raise ``w (1 - 2 frac)`` over the floor):
+    the raises go to the largest ``w (frac - 1/2)`` (``w`` relative to the column's largest weight, so
+    that :data:`TIE_TOLERANCE` keeps its meaning).  Equal weights in a column rank it exactly as
+    unweighted.
     """
     x = np.asarray(x, dtype=np.float64)
     base = np.floor(x)
     short = np.asarray(totals, dtype=np.int64) - base.sum(axis=0).astype(np.int64)
     if (short < 0).any() or (short > x.shape[0]).any():
         raise ValueError("largest_remainder: the columns of x must sum to their totals (within < 1)")
-    rank = _tie_aware_rank(x - base)
+    frac = x - base
+    if weights is not None:
+        w = np.broadcast_to(np.asarray(weights, dtype=np.float64), x.shape)
+        uneven = (w != w[:1]).any(axis=0)  # columns whose weights differ: rank by the weighted gain
+        relative = w / w.max(axis=0, keepdims=True)  # keys within [-1/2, 1/2], as fractions, for the tie tolerance
+        frac = np.where(uneven[None, :], relative * (frac - 0.5), frac)
+    rank = _tie_aware_rank(frac)
     return (base + (rank < short[None, :])).astype(np.int64)
 
 
@@ -90,26 +110,28 @@ def _tie_aware_rank(frac: np.ndarray) -> np.ndarray:
     return rank
 
 
-def project_and_round(values: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """One TopDown step on a batch of columns: L2 projection, then largest remainder."""
-    return largest_remainder(project_simplex(values, totals), totals)
+def project_and_round(values: np.ndarray, totals: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """One TopDown step on a batch of columns: (weighted) L2 projection, then (weighted) largest remainder."""
+    return largest_remainder(project_simplex(values, totals, weights), totals, weights)
 
 
 def solve_topdown_baseline(noisy: NoisyGroupSizes) -> TopDownBaseline:
-    """The spec 3.8 baseline on noisy counts: the root, then every level's children."""
+    """The spec 3.8 baseline on noisy counts: the root, then every level's children (weighted by
+    ``noisy.weights``, if any)."""
     noisy.require_kind("counts", "the TopDown baseline")
-    h, values = noisy.hierarchy, noisy.values
+    h, values, weights = noisy.hierarchy, noisy.values, noisy.weights
     out = np.zeros(values.shape, dtype=np.int64)
-    out[0] = project_and_round(values[0][:, None], np.array([noisy.G]))[:, 0]
+    root_weights = None if weights is None else weights[0][:, None]
+    out[0] = project_and_round(values[0][:, None], np.array([noisy.G]), root_weights)[:, 0]
     batches = 0
     for level in range(1, h.n_levels):
         parents = np.arange(*h.level_slice(level).indices(h.n_regions))
-        batches += _split_level(values, out, h.child_start[parents], h.child_count[parents], parents)
-    objective = float(((out - values) ** 2).sum())
+        batches += _split_level(values, weights, out, h.child_start[parents], h.child_count[parents], parents)
+    objective = noisy.squared_error(out)
     return TopDownBaseline(out, objective, {"batches": batches})
 
 
-def _split_level(values, out, start, count, parents) -> int:
+def _split_level(values, weights, out, start, count, parents) -> int:
     """Children of one level's parents, batched by number of children: each batch is one
     (children x parents*sizes) projection and rounding; fills ``out`` in place."""
     N = values.shape[1]
@@ -119,5 +141,6 @@ def _split_level(values, out, start, count, parents) -> int:
         rows = start[which][None, :] + np.arange(k)[:, None]  # (k, P): the children of each parent
         block = values[rows].reshape(k, -1)  # (k, P*N)
         totals = out[parents[which]].reshape(-1)  # (P*N,), aligned with block's columns
-        out[rows] = project_and_round(block, totals).reshape(k, len(which), N)
+        block_weights = None if weights is None else weights[rows].reshape(k, -1)
+        out[rows] = project_and_round(block, totals, block_weights).reshape(k, len(which), N)
     return len(sizes)

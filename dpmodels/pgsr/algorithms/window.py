@@ -19,8 +19,13 @@ This solver needs tables only where the optimum can be:
    until the windows are the whole domains (then the table DP is exact by itself).
 
 Nothing is claimed from the relaxation or the window: the exactness comes from step 3, in exact
-integer arithmetic when the noisy values are integers (discrete noise), else up to a tolerance
-recorded in the result.
+integer arithmetic when the noisy values are integers (discrete noise) and unweighted, else up to a
+tolerance recorded in the result.
+
+Weighted values (``noisy.weights``, :mod:`dpmodels.pgsr.weights`) keep every argument: each cost is
+``w (sum - noisy)^2``, still a convex function of a laminar sum, so the function is still M-convex and
+the exchange criterion still certifies; the gains are then floating-point sums of weighted slopes,
+compared with a tolerance scaled by the largest weight.
 """
 
 from __future__ import annotations
@@ -105,7 +110,7 @@ def solve_exact(
                 break
         window = max(1, window * WIDEN_FACTOR)
     ticks["windows"] = time.perf_counter()
-    objective = float(((counts - noisy.values) ** 2).sum())
+    objective = noisy.squared_error(counts)
     info = {
         "method": "relaxation-centred windows + exchange certificate",
         "dp_objective": float(cost),
@@ -124,12 +129,14 @@ def solve_exact(
 
 
 def _tolerance(noisy: NoisyGroupSizes) -> float:
-    """0 for integer noisy values (every exchange gain is an exact integer in float64), else a
-    rounding allowance relative to the largest magnitude involved."""
+    """0 for unweighted integer noisy values (every exchange gain is an exact integer in float64), else
+    a rounding allowance relative to the largest magnitude involved (times the largest weight)."""
     values = noisy.values
-    if np.array_equal(values, np.round(values)) and np.abs(values).max(initial=0) + noisy.G < 2**40:
+    scale = 1.0 if noisy.weights is None else float(noisy.weights.max())
+    exact = noisy.weights is None and np.array_equal(values, np.round(values))
+    if exact and np.abs(values).max(initial=0) + noisy.G < 2**40:
         return 0.0
-    return 1e-9 * (1.0 + float(np.abs(values).max(initial=0)) + noisy.G)
+    return 1e-9 * scale * (1.0 + float(np.abs(values).max(initial=0)) + noisy.G)
 
 
 def window_domains(centre: np.ndarray, domains: Domains, window: int) -> Domains:
@@ -160,7 +167,7 @@ def exchange_gain(noisy: NoisyGroupSizes, domains: Domains, counts: np.ndarray) 
     a = np.ascontiguousarray(noisy.values, dtype=np.float64)
     x = np.ascontiguousarray(counts, dtype=np.float64)
     lo, hi = domains.lo.astype(np.float64), domains.hi.astype(np.float64)
-    up, down, gains, nodes = _exchange_pass(h.child_start, h.child_count, a, x, lo, hi)
+    up, down, gains, nodes = _exchange_pass(h.child_start, h.child_count, a, noisy.cell_weights(), x, lo, hi)
     root = _best_pair(up[0], down[0])
     s = int(np.argmin(gains))
     if root < gains[s]:
@@ -169,9 +176,10 @@ def exchange_gain(noisy: NoisyGroupSizes, domains: Domains, counts: np.ndarray) 
 
 
 @njit(cache=True, parallel=True)
-def _exchange_pass(child_start, child_count, a, x, lo, hi):
+def _exchange_pass(child_start, child_count, a, w, x, lo, hi):
     """Per size, bottom-up: the cheapest unit added (``up``) and removed (``down``) below every
-    node, path costs included, and the best exchange between two different children."""
+    node, path costs included (cell ``(r, s)`` costs ``w[r, s] (x - a)^2``), and the best exchange
+    between two different children."""
     R, S = a.shape
     up = np.empty((R, S))
     down = np.empty((R, S))
@@ -180,8 +188,8 @@ def _exchange_pass(child_start, child_count, a, x, lo, hi):
     for s in prange(S):
         for r in range(R - 1, -1, -1):
             d = x[r, s] - a[r, s]
-            add = 2.0 * d + 1.0 if x[r, s] < hi[r, s] else np.inf
-            rem = 1.0 - 2.0 * d if x[r, s] > lo[r, s] else np.inf
+            add = w[r, s] * (2.0 * d + 1.0) if x[r, s] < hi[r, s] else np.inf
+            rem = w[r, s] * (1.0 - 2.0 * d) if x[r, s] > lo[r, s] else np.inf
             first, last = child_start[r], child_start[r] + child_count[r]
             if first == last:
                 up[r, s], down[r, s] = add, rem
