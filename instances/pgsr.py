@@ -266,7 +266,7 @@ def from_csv(
                 raise
             raise DataValidationError(where, f"{err.field}: {err.problem}") from err
     frame = read_table(counts, ["region"], field="counts", dtype={"region": str}, keep_default_na=True)
-    wide, sparse = _wide_counts(frame, where)
+    wide, sparse = _wide_counts(_set_aside_level(frame, tree, where), where)
     given = wide.index.intersection([tree.names[i] for i in tree.internal])
     leaf_names = [tree.names[i] for i in tree.leaves]
     leaf = wide.reindex(leaf_names, fill_value=0).to_numpy()  # absent leaves count zero; others are left out
@@ -278,6 +278,26 @@ def from_csv(
         raise DataValidationError(where, f"{err.field}: {err.problem}") from err
     _check_internal_rows(tree, wide, given, data, where)
     return data
+
+
+def _set_aside_level(frame: pd.DataFrame, tree: Hierarchy, path) -> pd.DataFrame:
+    """The table without its ``level`` column, which ``GroupSizeData.to_frame()`` and ``release_frame``
+    write: each region of the hierarchy must be at its declared level (regions outside it are left
+    out later, whatever their level), so that a table of another hierarchy is not read silently."""
+    if "level" not in frame.columns:
+        return frame
+    given = pd.to_numeric(frame["level"], errors="coerce")
+    declared = frame["region"].map(dict(zip(tree.names, tree.level, strict=True)))
+    wrong = np.flatnonzero((declared.notna() & (given != declared)).to_numpy())
+    if wrong.size:
+        row = wrong[0]
+        value = frame["level"].iloc[row]
+        value = value.item() if isinstance(value, np.generic) else value
+        raise DataValidationError(
+            str(path),
+            f"column 'level' of region {frame['region'].iloc[row]!r} is {value!r}, declared {int(declared.iloc[row])}",
+        )
+    return frame.drop(columns="level")
 
 
 def _check_internal_rows(tree: Hierarchy, wide: pd.DataFrame, given, data: GroupSizeData, path) -> None:

@@ -116,7 +116,7 @@ def read_table(
         name, frame = field, _as_read(_labels_as_columns(source, columns), options)
     elif isinstance(source, str | Path):
         name = str(source)
-        frame = _read_csv(source, options) if table_format(source) == "csv" else _read_parquet(source, options)
+        frame = _read_csv(source, options) if table_format(source) == "csv" else _read_parquet(source, options, columns)
     else:
         kind = type(source).__name__
         raise DataValidationError(field, f"must be a pandas DataFrame or a .csv/.parquet path, got {kind}")
@@ -145,7 +145,9 @@ def _read_csv(path, options: dict) -> pd.DataFrame:
         raise DataValidationError(str(path), f"is not a readable CSV: {err}") from err
 
 
-def _read_parquet(path, options: dict) -> pd.DataFrame:
+def _read_parquet(path, options: dict, columns: Sequence[str] = ()) -> pd.DataFrame:
+    """A Parquet file as :func:`read_table` reads a DataFrame: an index named like a wanted column
+    (pandas stores ``region`` as the index of ``to_frame()``) is that column."""
     if not Path(path).is_file():
         raise DataValidationError(str(path), "file not found")
     try:
@@ -154,7 +156,7 @@ def _read_parquet(path, options: dict) -> pd.DataFrame:
         raise DataValidationError(str(path), "reading Parquet needs pyarrow (pip install pyarrow)") from err
     except Exception as err:  # pyarrow's errors have no common public base
         raise DataValidationError(str(path), f"is not a readable Parquet file: {err}") from err
-    return _as_read(frame, options)
+    return _as_read(_labels_as_columns(frame, columns), options)
 
 
 def _labels_as_columns(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:

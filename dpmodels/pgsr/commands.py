@@ -360,6 +360,13 @@ def _data_arguments(p: argparse.ArgumentParser) -> None:
         "(error: only with --not-private, since a refusal would depend on one group)",
     )
     p.add_argument("--z-max", type=positive_int, default=1, help="declared public bound on a quantity (clamped to it)")
+    p.add_argument(
+        "--level-shares",
+        nargs="+",
+        metavar="SHARE",
+        help="the budget's split over the levels, one positive share per level, root first (e.g. 1 2 2 or 1/4 3/4; "
+        "default even); the post-processing weighs each level by its noise variance",
+    )
 
 
 def _run_release(args) -> int:

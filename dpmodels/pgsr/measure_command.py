@@ -39,10 +39,11 @@ def run_measure_command(args) -> int:
     gaussian = args.noise == "discrete-gaussian"
 
     def run(session, data, amount) -> ReleaseOutcome:
-        noisy = measure_release(session, args.kind, amount, noise=args.noise)
+        noisy = measure_release(session, args.kind, amount, noise=args.noise, level_shares=args.level_shares)
         measurements = measurement_set(noisy, f"dpmodels measure pgsr ({session.randomness})")
+        rho = amount if gaussian else None
         facts = dataclasses.replace(
-            release_facts(data, args.mechanism, noise=args.noise, rho=amount if gaussian else None),
+            release_facts(data, args.mechanism, noise=args.noise, rho=rho, level_shares=args.level_shares),
             post_processing="none: the output is the noisy measurement set (dpmodels postprocess pgsr reads it)",
         )
         frames = {"--out": measurements.table, "--facts": measurements.facts()}
@@ -73,6 +74,7 @@ def run_postprocess_command(args) -> int:
     from .measurements import noisy_from_measurements
     from .postprocessing import postprocess
     from .release import DEFAULT_MECHANISM, release_frame
+    from .weights import weighting_record
 
     log = configure_logging(verbosity(args))
     mechanism = args.mechanism or DEFAULT_MECHANISM
@@ -99,6 +101,7 @@ def run_postprocess_command(args) -> int:
             "noise_source": measurements.source,
             "budget_stated_by_the_measurement_file": noisy.info["budget"],
             "budget_spent_here": "none: post-processing of noisy values and declared facts only",
+            "weights": weighting_record(noisy),
             "inputs": {flag: file_record(path) for flag, path in inputs.items()},
             "outputs": {"--out": out},
         }

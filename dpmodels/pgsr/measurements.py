@@ -7,11 +7,13 @@ the mechanism that drew it and its variance, plus the public facts (the hierarch
 Laplace, a Gaussian), aligning the rows by their labels: the post-processing then sees the noisy
 values and the declared facts only.
 
-The post-processings of PGSR weigh every cell of a level alike (the paper's objectives); each
-level's variance sets its truncated domains (:mod:`dpmodels.pgsr.domains`) through the noise
-scale: the recorded scale of a discrete Laplace, the domain scale of a discrete Gaussian's recorded
-``sigma^2`` (:func:`~dpmodels.pgsr.domains.gaussian_domain_scale`), else the Laplace scale of the same
-variance, ``sqrt(variance / 2)``.  A level whose cells carry different variances is refused, naming it.
+Every value weighs by its own row's variance: the post-processings fit ``sum w (x - noisy)^2`` with
+``w = 1 / variance`` (relative to the smallest, :mod:`dpmodels.pgsr.weights`), and a set whose rows
+all state one variance gives no weights, the paper's objectives exactly.  Each level's noise sets its
+truncated domains (:mod:`dpmodels.pgsr.domains`) through a noise scale, the widest of its rows': the
+recorded scale of a discrete Laplace, the domain scale of a discrete Gaussian's recorded ``sigma^2``
+(:func:`~dpmodels.pgsr.domains.gaussian_domain_scale`), else the Laplace scale of the same variance,
+``sqrt(variance / 2)``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from dpmodels.core.tables import region_matrix
 from .data import NoisyGroupSizes
 from .domains import gaussian_domain_scale
 from .sensitivity import NEIGHBOURS, level_sensitivity
+from .weights import RULE, inverse_variance_weights
 
 __all__ = ["measurement_set", "measurement_facts", "noisy_from_measurements"]
 
@@ -107,14 +110,20 @@ def _laplace_row(noisy: NoisyGroupSizes, level: int, n_regions: int, z_max: int)
 
 
 def _gaussian_row(noisy: NoisyGroupSizes, level: int) -> tuple[str, float, str]:
-    """A discrete Gaussian level's sigma^2, variance and rho (the budget split evenly over the levels)."""
+    """A discrete Gaussian level's sigma^2, variance and rho (its share of the budget, even by default)."""
     sigma2 = Fraction(noisy.info["sigma2_per_level"][level - 1])
-    rho_level = Fraction(noisy.info["rho"]) / noisy.hierarchy.n_levels
+    if "rho_per_level" in noisy.info:
+        rho_level = Fraction(noisy.info["rho_per_level"][level - 1])
+    else:
+        rho_level = Fraction(noisy.info["rho"]) / noisy.hierarchy.n_levels
     return str(sigma2), discrete_gaussian_variance(sigma2), str(rho_level)
 
 
 def noisy_from_measurements(measurements: MeasurementSet) -> NoisyGroupSizes:
     """The :class:`NoisyGroupSizes` of a measurement set, rows matched by region and size labels.
+
+    The values are weighted by their rows' variances (``1 / variance``, relative to the smallest;
+    none when every row states the same variance), and ``info["weighting"]`` says so.
 
     Parameters
     ----------
@@ -134,8 +143,12 @@ def noisy_from_measurements(measurements: MeasurementSet) -> NoisyGroupSizes:
     wide = _wide(table, "value", n_sizes)
     values = region_matrix(wide, hierarchy.names, hierarchy.level, "measurements")
     scales = _level_scales(hierarchy, table)
+    variances = region_matrix(_wide(table, "variance", n_sizes), hierarchy.names, hierarchy.level, "measurements")
+    weights = inverse_variance_weights(variances)
     info = {"source": measurements.source, "z_max": int(public.get("z_max", 1)), "budget": _budget(hierarchy, table)}
-    return NoisyGroupSizes(hierarchy, values, int(public["G"]), kind, scales, info=info)
+    if weights is not None:
+        info["weighting"] = RULE + ", from the variance column of the measurement rows"
+    return NoisyGroupSizes(hierarchy, values, int(public["G"]), kind, scales, info=info, weights=weights)
 
 
 def _wide(table: pd.DataFrame, column: str, n_sizes: int) -> pd.DataFrame:
@@ -154,31 +167,26 @@ def _wide(table: pd.DataFrame, column: str, n_sizes: int) -> pd.DataFrame:
 
 
 def _level_scales(hierarchy: Hierarchy, table: pd.DataFrame) -> tuple[Fraction, ...]:
-    """One noise scale per level, for the truncated domains; a level with two variances is refused."""
+    """One noise scale per level, for the truncated domains: the widest of the level's rows (the
+    noisiest value of a level sets how far from it the truth may lie)."""
     level_of = dict(zip(hierarchy.names, hierarchy.level, strict=True))
     levels = table["node"].map(level_of)
     scales = []
     for level in range(1, hierarchy.n_levels + 1):
-        rows = table[levels == level]
-        variances = rows["variance"].unique()
-        if len(variances) != 1:
-            raise DataValidationError(
-                "measurements", f"level {level} has {len(variances)} variances; PGSR weighs a level's cells alike"
-            )
-        scales.append(_domain_scale(rows, float(variances[0])))
+        noises = table.loc[levels == level, ["mechanism", "scale", "variance"]].drop_duplicates()
+        scales.append(max(_domain_scale(*row) for row in noises.itertuples(index=False)))
     return tuple(scales)
 
 
-def _domain_scale(rows: pd.DataFrame, variance: float) -> Fraction:
-    """The scale that sizes a level's truncated domains: a discrete Laplace's recorded scale, a
+def _domain_scale(mechanism: str, scale: str, variance: float) -> Fraction:
+    """The scale that sizes the truncated domain of one noise: a discrete Laplace's recorded scale, a
     discrete Gaussian's domain scale at its recorded sigma^2 (as :func:`measure` sets them), else the
     Laplace scale of the same variance."""
-    one = rows["scale"].nunique() == 1
-    if one and rows["mechanism"].eq("discrete-laplace").all():
-        return Fraction(rows["scale"].iloc[0])
-    if one and rows["mechanism"].eq("discrete-gaussian").all():
-        return gaussian_domain_scale(Fraction(rows["scale"].iloc[0]))
-    return _laplace_scale(variance)
+    if mechanism == "discrete-laplace":
+        return Fraction(scale)
+    if mechanism == "discrete-gaussian":
+        return gaussian_domain_scale(Fraction(scale))
+    return _laplace_scale(float(variance))
 
 
 def _laplace_scale(variance: float) -> Fraction:

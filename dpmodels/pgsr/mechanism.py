@@ -35,6 +35,12 @@ Gaussian (:func:`dpmodels.core.gaussian.discrete_gaussian`) at ``sigma^2 = Delta
 ``Delta_2^2`` the level's squared L2 sensitivity (:func:`~dpmodels.pgsr.sensitivity.level_l2_sensitivity`:
 2, ``z_max``, ``|R_l| z_max``); the ledger records each level's rho (zCDP rows, which add up) and
 the level scales that size truncated domains follow :func:`~dpmodels.pgsr.domains.gaussian_domain_scale`.
+
+``level_shares`` splits the budget over the levels in proportion to the shares given (exact
+fractions) instead of evenly; the levels' noises then differ, and a post-processing that weighs
+each value by its variance (:func:`dpmodels.pgsr.weights.measured_weights`, what a release does)
+trusts the better-measured levels more.  :func:`measure` itself returns unweighted values: the
+paper's objectives, as its experiments run them.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ import numpy as np
 
 from dpmodels.core.accounting import PrivacyLedger, split_budget
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.noise import as_epsilon, noisy_gaussian_integers, noisy_integers
+from dpmodels.core.noise import as_epsilon, exact, noisy_gaussian_integers, noisy_integers
 from dpmodels.core.randomness import describe, make_rng
 
 from .data import GroupSizeData, NoisyGroupSizes, chain_cumulative, cumulative
@@ -58,7 +64,7 @@ from .sensitivity import NEIGHBOURS, level_l2_sensitivity, level_sensitivity
 if TYPE_CHECKING:
     from .postprocessing import Release
 
-__all__ = ["measure", "MechanismRun", "run_mechanism", "NOISES"]
+__all__ = ["measure", "MechanismRun", "run_mechanism", "NOISES", "level_split"]
 
 #: The noises :func:`measure` draws: the default (pure DP, budget ``epsilon``) and zCDP (budget ``rho``).
 NOISES = ("discrete-laplace", "discrete-gaussian")
@@ -75,11 +81,13 @@ def measure(
     *,
     noise: str = "discrete-laplace",
     rho=None,
+    level_shares=None,
 ) -> tuple[NoisyGroupSizes, PrivacyLedger]:
     """Noisy values of ``kind`` ("counts", "cumulative" or "chain") for every region.
 
-    Each level gets ``epsilon / L``; the regions of a level are disjoint (parallel
-    composition), the levels add up (sequential composition).  The noise scale is the
+    Each level gets ``epsilon / L`` (or its share of ``epsilon``, given ``level_shares``); the
+    regions of a level are disjoint (parallel composition), the levels add up (sequential
+    composition).  The noise scale is the
     level's sensitivity (which grows with ``data.z_max``) over its budget, except for the
     paper's chain calibration; the ledger always records the true sensitivity and the
     epsilon actually spent.
@@ -106,6 +114,9 @@ def measure(
         ``"discrete-gaussian"`` (zCDP: the budget is ``rho`` and ``epsilon`` must be None).
     rho : Fraction, str or float, optional
         The total zCDP budget of a discrete Gaussian measurement (``rho / L`` per level).
+    level_shares : sequence, optional
+        One positive share per level, root first (ints, Fractions, decimal strings): level ``l``
+        gets ``budget * share_l / sum(shares)``, exactly.  None: equal shares.
 
     Returns
     -------
@@ -116,7 +127,7 @@ def measure(
     if noise == "discrete-gaussian":
         if epsilon is not None:
             raise DataValidationError("epsilon", "the discrete Gaussian is charged in rho (zCDP): pass rho= only")
-        return _measure_gaussian(data, rho, kind, rng, calibration)
+        return _measure_gaussian(data, rho, kind, rng, calibration, level_shares)
     if noise != "discrete-laplace":
         raise DataValidationError("noise", f"must be one of {NOISES}, got {noise!r}")
     if rho is not None:
@@ -128,16 +139,19 @@ def measure(
     h = data.hierarchy
     truth = _truth(data, kind)
     ledger = PrivacyLedger(randomness=describe(rng))
-    scales = _record_levels(ledger, h, kind, calibration, eps, data.z_max, data.N)
+    split = level_split(eps, h.n_levels, level_shares)
+    scales = _record_levels(ledger, h, kind, calibration, split, data.z_max, data.N)
     values = truth.copy()
     for level, scale in enumerate(scales, start=1):
         rows = h.level_slice(level)
         values[rows] = noisy_integers(truth[rows], scale, rng)
     info = {"epsilon": eps, "calibration": calibration, "z_max": data.z_max, "neighbours": NEIGHBOURS}
+    if level_shares is not None:
+        info["epsilon_per_level"] = tuple(split)
     return NoisyGroupSizes(h, values.astype(np.float64), data.G, kind, tuple(scales), info=info), ledger
 
 
-def _measure_gaussian(data: GroupSizeData, rho, kind: str, rng, calibration: str):
+def _measure_gaussian(data: GroupSizeData, rho, kind: str, rng, calibration: str, level_shares=None):
     """:func:`measure` with the exact discrete Gaussian: ``rho / L`` per level, ``sigma^2 = Delta_2^2 L / (2 rho)``."""
     if rho is None:
         raise DataValidationError("rho", "the discrete Gaussian needs a zCDP budget rho")
@@ -149,7 +163,8 @@ def _measure_gaussian(data: GroupSizeData, rho, kind: str, rng, calibration: str
     truth = _truth(data, kind)
     ledger = PrivacyLedger(randomness=describe(rng))
     variances = []
-    for level, rho_level in enumerate(split_budget(budget, h.n_levels), start=1):
+    split = level_split(budget, h.n_levels, level_shares, "rho")
+    for level, rho_level in enumerate(split, start=1):
         n_regions = int(h.level_sizes()[level - 1])
         sensitivity = level_l2_sensitivity(kind, n_regions, data.z_max)
         query, group = f"{kind} level {level}", f"level {level}"
@@ -167,6 +182,8 @@ def _measure_gaussian(data: GroupSizeData, rho, kind: str, rng, calibration: str
         "z_max": data.z_max,
         "neighbours": NEIGHBOURS,
     }
+    if level_shares is not None:
+        info["rho_per_level"] = tuple(split)
     scales = tuple(gaussian_domain_scale(v) for v in variances)
     return NoisyGroupSizes(h, values.astype(np.float64), data.G, kind, scales, info=info), ledger
 
@@ -182,11 +199,38 @@ def _truth(data: GroupSizeData, kind: str) -> np.ndarray:
     raise DataValidationError("kind", f"must be 'counts', 'cumulative' or 'chain', got {kind!r}")
 
 
-def _record_levels(ledger, h, kind: str, calibration: str, eps: Fraction, z_max: int, n_sizes: int) -> list[Fraction]:
+def level_split(budget: Fraction, n_levels: int, level_shares=None, unit: str = "epsilon") -> list[Fraction]:
+    """The budget of every level: ``budget / L``, or ``budget * share / sum(shares)`` (exact fractions).
+
+    Parameters
+    ----------
+    budget : Fraction
+        The measurement's total epsilon or rho.
+    n_levels : int
+        The hierarchy's number of levels.
+    level_shares : sequence, optional
+        One positive share per level, root first; None: equal shares.
+    unit : str
+        ``"epsilon"`` or ``"rho"``, for the error.
+    """
+    if level_shares is None:
+        return split_budget(budget, n_levels)
+    if isinstance(level_shares, str) or not hasattr(level_shares, "__len__") or len(level_shares) != n_levels:
+        raise DataValidationError("level_shares", f"need one share per level ({n_levels}), got {level_shares!r}")
+    shares = [exact(share, "level_shares") for share in level_shares]
+    if any(share <= 0 for share in shares):
+        raise DataValidationError("level_shares", f"must be > 0 (every level is measured), got {level_shares!r}")
+    split = split_budget(budget, shares)
+    if sum(split) != budget:  # split_budget's shares are exact; a failure here is a bug, never a leak
+        raise DataValidationError("level_shares", f"the levels' {unit} do not add up to {budget}")
+    return split
+
+
+def _record_levels(ledger, h, kind: str, calibration: str, split, z_max: int, n_sizes: int) -> list[Fraction]:
     """Record every level's measurement in ``ledger`` (which refuses a scale no exact draw can keep
     exact) and return the scales: all of them are checked before anything is drawn."""
     scales = []
-    for level, eps_level in enumerate(split_budget(eps, h.n_levels), start=1):
+    for level, eps_level in enumerate(split, start=1):
         n_regions = int(h.level_sizes()[level - 1])
         sensitivity = level_sensitivity(kind, n_regions, z_max)
         scale = _level_scale(kind, calibration, sensitivity, eps_level)
@@ -255,6 +299,8 @@ def run_mechanism(
     *,
     noise: str = "discrete-laplace",
     rho=None,
+    level_shares=None,
+    weighted: bool = False,
     **options,
 ) -> MechanismRun:
     """Measure ``data`` with mechanism ``name``'s noise and post-process the noisy values.
@@ -274,6 +320,12 @@ def run_mechanism(
     noise, rho : str, optional
         ``"discrete-laplace"`` (default) or ``"discrete-gaussian"`` with its zCDP budget ``rho``
         (:func:`measure`).
+    level_shares : sequence, optional
+        The budget's split over the levels (:func:`measure`; None: even).
+    weighted : bool
+        Post-process with each value weighed by its level's variance
+        (:func:`dpmodels.pgsr.weights.measured_weights`, as a release does); False (default): the
+        paper's unweighted objectives.
     **options
         The post-processing's options (``solver``, ``domains``, ``time_limit``...).
 
@@ -287,8 +339,14 @@ def run_mechanism(
     spec = mechanism_spec(name)
     spec.check_options(options)
     tick = time.perf_counter()
-    noisy, ledger = measure(data, epsilon, spec.kind, make_rng(seed), calibration, noise=noise, rho=rho)
+    noisy, ledger = measure(
+        data, epsilon, spec.kind, make_rng(seed), calibration, noise=noise, rho=rho, level_shares=level_shares
+    )
     measured = time.perf_counter() - tick
+    if weighted:
+        from .weights import measured_weights
+
+        noisy = measured_weights(noisy)
     release = spec.post(noisy, **options)
     if noise == "discrete-gaussian":
         return MechanismRun(name, None, noisy, release, ledger, measured, as_epsilon(rho, "rho"))

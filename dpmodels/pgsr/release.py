@@ -3,7 +3,10 @@
 :func:`release` measures through a :class:`~dpmodels.core.session.PrivacySession` (secure
 randomness, exact discrete Laplace noise charged in epsilon, or with ``noise="discrete-gaussian"``
 the exact discrete Gaussian charged in zCDP rho; the budget checked before anything is drawn) and
-post-processes the noisy values only, with the public hierarchy, ``N``, ``G`` and ``z_max``.
+post-processes the noisy values only, with the public hierarchy, ``N``, ``G`` and ``z_max``, each
+value weighed by its level's noise variance (:func:`dpmodels.pgsr.weights.measured_weights`: levels
+measured alike give the paper's unweighted objectives; ``level_shares`` or the chain's level-wise
+sensitivities make them differ).
 A private session refuses data whose ``N`` was read off the data rather than declared, and data
 built with ``overflow="error"``: both make the release depend on one group with certainty.
 :func:`release_facts` states the release's privacy unit, neighbours, declared facts, invariants
@@ -20,7 +23,6 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from dpmodels.core.accounting import split_budget
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.facts import ReleaseFacts
 from dpmodels.core.hierarchy import Hierarchy
@@ -30,9 +32,10 @@ from dpmodels.core.session import PrivacySession
 from .bounding import CLAMP, LEAVE_OUT_EMPTY, LEAVE_OUT_REGIONS, overflow_rule, validate_overflow
 from .data import GroupSizeData
 from .footprint import estimate_release_bytes
-from .mechanism import GAUSSIAN_WORDS, NOISES, measure
+from .mechanism import GAUSSIAN_WORDS, NOISES, level_split, measure
 from .postprocessing import MECHANISMS, postprocess
 from .sensitivity import NEIGHBOURS, level_l2_sensitivity, level_sensitivity, validate_z_max
+from .weights import RULE, measured_weights, weighting_record
 
 __all__ = [
     "release",
@@ -54,10 +57,19 @@ HOW_TO_DECLARE_N = (
 )
 
 
-def release(session: PrivacySession, mechanism: str, epsilon, *, noise: str = "discrete-laplace", **options):
+def release(
+    session: PrivacySession,
+    mechanism: str,
+    epsilon,
+    *,
+    noise: str = "discrete-laplace",
+    level_shares=None,
+    **options,
+):
     """Spend ``epsilon`` of ``session`` on mechanism ``mechanism``; returns its post-processed release.
 
-    Only the measurement runs inside the session; the post-processing sees the noisy values.
+    Only the measurement runs inside the session; the post-processing sees the noisy values, each
+    weighed by its level's variance (``info["weights"]`` of the result says how).
     In a private session the data's ``N`` must have been declared and its
     overflow rule must be ``"top"`` (:func:`require_declared`); both are checked before the
     session is asked for anything.
@@ -73,6 +85,9 @@ def release(session: PrivacySession, mechanism: str, epsilon, *, noise: str = "d
         with ``noise="discrete-gaussian"`` the zCDP ``rho`` charged as such (``rho / L`` per level).
     noise
         ``"discrete-laplace"`` (pure DP) or ``"discrete-gaussian"`` (zCDP).
+    level_shares
+        The budget's split over the levels, one positive share per level, root first (None: even);
+        see :func:`measure_release`.
     options
         The post-processing's options (``domains``, ``solver``, ...).
     """
@@ -80,14 +95,24 @@ def release(session: PrivacySession, mechanism: str, epsilon, *, noise: str = "d
         raise DataValidationError("mechanism", f"unknown {mechanism!r}; choose from {list(MECHANISMS)}")
     spec = MECHANISMS[mechanism]
     spec.check_options(options)
-    noisy = measure_release(session, spec.kind, epsilon, label=f"PGSR {mechanism} ({spec.kind})", noise=noise)
-    return postprocess(mechanism, noisy, **options)
+    label = f"PGSR {mechanism} ({spec.kind})"
+    noisy = measure_release(session, spec.kind, epsilon, label=label, noise=noise, level_shares=level_shares)
+    result = postprocess(mechanism, noisy, **options)
+    result.info["weights"] = weighting_record(noisy)
+    return result
 
 
 def measure_release(
-    session: PrivacySession, kind: str, epsilon, label: str | None = None, *, noise: str = "discrete-laplace"
+    session: PrivacySession,
+    kind: str,
+    epsilon,
+    label: str | None = None,
+    *,
+    noise: str = "discrete-laplace",
+    level_shares=None,
 ):
-    """Spend ``epsilon`` of ``session`` on the noisy measurement alone; returns its :class:`NoisyGroupSizes`.
+    """Spend ``epsilon`` of ``session`` on the noisy measurement alone; returns its :class:`NoisyGroupSizes`,
+    weighted by its levels' variances (:func:`~dpmodels.pgsr.weights.measured_weights`).
 
     :func:`release` is this followed by :func:`~dpmodels.pgsr.postprocessing.postprocess`; run
     apart (``dpmodels measure pgsr``, then ``dpmodels postprocess pgsr``) with the same generator,
@@ -106,15 +131,25 @@ def measure_release(
         The charge's label (default: ``"PGSR measurement (<kind>)"``).
     noise
         ``"discrete-laplace"`` (pure DP) or ``"discrete-gaussian"`` (zCDP).
+    level_shares
+        One positive share per level, root first: level ``l`` gets ``budget * share_l / sum(shares)``
+        (exact fractions; checked before the session is charged).  None: ``budget / L`` per level.
     """
     if noise not in NOISES:
         raise DataValidationError("noise", f"must be one of {NOISES}, got {noise!r}")
-    # Read for its declared facts only (how N and the overflow rule were set), never its values.
-    require_declared(session._data, session.private)
+    # Read for its declared facts only (how N and the overflow rule were set, the hierarchy's levels),
+    # never its values.
+    data = session._data
+    require_declared(data, session.private)
+    unit = "rho" if noise == "discrete-gaussian" else "epsilon"
+    if level_shares is not None:
+        level_split(as_epsilon(epsilon, unit), data.hierarchy.n_levels, level_shares, unit)
     label = label or f"PGSR measurement ({kind})"
     if noise == "discrete-gaussian":
-        return session.run(label, _measurement(kind, noise), rho=epsilon)
-    return session.run(label, _measurement(kind), epsilon)
+        noisy = session.run(label, _measurement(kind, noise, level_shares), rho=epsilon)
+    else:
+        noisy = session.run(label, _measurement(kind, level_shares=level_shares), epsilon)
+    return measured_weights(noisy)
 
 
 def require_declared(data: GroupSizeData, private: bool) -> None:
@@ -149,16 +184,16 @@ def require_declared(data: GroupSizeData, private: bool) -> None:
         )
 
 
-def _measurement(kind: str, noise: str = "discrete-laplace"):
+def _measurement(kind: str, noise: str = "discrete-laplace", level_shares=None):
     if noise == "discrete-gaussian":
 
         def run_gaussian(data: GroupSizeData, rho, rng):
-            return measure(data, None, kind, rng, noise=noise, rho=rho)
+            return measure(data, None, kind, rng, noise=noise, rho=rho, level_shares=level_shares)
 
         return run_gaussian
 
     def run(data: GroupSizeData, epsilon, rng):
-        return measure(data, epsilon, kind, rng)
+        return measure(data, epsilon, kind, rng, level_shares=level_shares)
 
     return run
 
@@ -173,6 +208,7 @@ def release_facts(
     calibration: str = "sound",
     noise: str = "discrete-laplace",
     rho=None,
+    level_shares=None,
 ) -> ReleaseFacts:
     """What a PGSR release states about itself: unit, neighbours, declared facts, invariant G, rules.
 
@@ -199,6 +235,8 @@ def release_facts(
         ``sigma^2``).
     rho
         The release's zCDP budget, with the discrete Gaussian.
+    level_shares
+        The budget's split over the levels (None: even), stated with each level's share.
     """
     hierarchy, declared_n, z_max, overflow = _declared_facts(source, N, z_max, overflow)
     if mechanism not in MECHANISMS:
@@ -220,9 +258,11 @@ def release_facts(
     }
     if noise == "discrete-gaussian":
         del declared["sensitivity_per_level"]  # the L1 ones calibrate the Laplace only
-        declared.update(_gaussian_facts(spec.kind, sizes, z_max, rho))
+        declared.update(_gaussian_facts(spec.kind, sizes, z_max, rho, level_shares))
     elif noise != "discrete-laplace":
         raise DataValidationError("noise", f"must be one of {NOISES}, got {noise!r}")
+    if level_shares is not None:
+        declared.update(_share_facts(noise, len(sizes), level_shares))
     if declared_n is None:
         del declared["N"]
     return ReleaseFacts(
@@ -235,22 +275,34 @@ def release_facts(
         },
         bounding=(CLAMP, LEAVE_OUT_REGIONS, LEAVE_OUT_EMPTY, overflow_rule(overflow)),
         post_processing=f"{mechanism}: {spec.description}; it reads only the noisy values and the public "
-        "hierarchy, N and G",
+        f"hierarchy, N and G; weights: {RULE}, one variance per level (levels measured alike: unweighted)",
         flavor="zCDP" if noise == "discrete-gaussian" else "pure DP",
         notes=_notes(declared_n, overflow, spec.kind, calibration),
     )
 
 
-def _gaussian_facts(kind: str, sizes: list[int], z_max: int, rho) -> dict:
+def _share_facts(noise: str, n_levels: int, level_shares) -> dict:
+    """The statements of a budget split by declared shares: the shares and each level's fraction."""
+    unit = "rho" if noise == "discrete-gaussian" else "epsilon"
+    fractions = level_split(Fraction(1), n_levels, level_shares, unit)
+    return {
+        "level_shares": [str(share) for share in fractions],
+        "budget_per_level": f"{unit} x level_shares (exact fractions of the total, root first; levels compose "
+        "sequentially, regions of a level in parallel)",
+    }
+
+
+def _gaussian_facts(kind: str, sizes: list[int], z_max: int, rho, level_shares=None) -> dict:
     """The zCDP statements of a discrete Gaussian release: squared L2 sensitivities, the rho split, sigma^2."""
     squared = [level_l2_sensitivity(kind, r, z_max) for r in sizes]
     facts = {
         "l2_sensitivity_squared_per_level": squared,
         "budget_per_level": "rho / L, exact fractions (zCDP: the levels' rhos add, regions of a level in parallel)",
-        "noise": f"{GAUSSIAN_WORDS}, int64: sigma^2 per level = Delta_2^2 L / (2 rho)",
+        "noise": f"{GAUSSIAN_WORDS}, int64: sigma^2 per level = "
+        + ("Delta_2^2 L / (2 rho)" if level_shares is None else "Delta_2^2 / (2 rho_level)"),
     }
     if rho is not None:
-        split = split_budget(as_epsilon(rho, "rho"), len(sizes))
+        split = level_split(as_epsilon(rho, "rho"), len(sizes), level_shares, "rho")
         facts["rho_per_level"] = [str(r) for r in split]
         facts["sigma2_per_level"] = [str(Fraction(d) / (2 * r)) for d, r in zip(squared, split, strict=True)]
     return facts

@@ -41,16 +41,19 @@ def run_release_command(args) -> int:
     gaussian = args.noise == "discrete-gaussian"
 
     def run(session, data, amount) -> ReleaseOutcome:
-        result = release(session, args.mechanism, amount, noise=args.noise)
+        shares = args.level_shares
+        result = release(session, args.mechanism, amount, noise=args.noise, level_shares=shares)
         if not np.isfinite(result.counts).all():
             raise DataValidationError("--mechanism", f"{args.mechanism} returned no solution ({result.status})")
-        facts = release_facts(data, args.mechanism, noise=args.noise, rho=amount if gaussian else None)
+        rho = amount if gaussian else None
+        facts = release_facts(data, args.mechanism, noise=args.noise, rho=rho, level_shares=shares)
         details = {"mechanism": args.mechanism, "solver": result.solver, "status": result.status, "noise": args.noise}
+        details["weights"] = result.info["weights"]  # how the post-processing weighed the noisy values
         frames = {"--out": release_frame(data.hierarchy, result.counts)}
         if not gaussian:
             return ReleaseOutcome(frames, facts, details=details)
         sigma2 = ", ".join(facts.declared["sigma2_per_level"])
-        sampler = f"{GAUSSIAN_WORDS}, Alg. 3, on int64 counts; sigma^2 per level (Delta_2^2 L / (2 rho)): {sigma2}"
+        sampler = f"{GAUSSIAN_WORDS}, Alg. 3, on int64 counts; sigma^2 per level (Delta_2^2 / (2 rho_level)): {sigma2}"
         return ReleaseOutcome(frames, facts, details=details, sampler=sampler)
 
     spec = ReleaseSpec(
@@ -95,6 +98,8 @@ def _require_release_memory(args, tree, n_sizes: int) -> None:
     from .release import estimate_release_bytes
 
     budget = {"rho": args.rho} if args.noise == "discrete-gaussian" else {"epsilon": args.epsilon}
+    if args.level_shares:
+        budget = {}  # a level's share may be small: assume the widest tables
     estimate = estimate_release_bytes(tree, n_sizes, args.mechanism, z_max=args.z_max, **budget)
     what = f"{args.mechanism} on {tree.n_regions:,} regions x N = {n_sizes:,} sizes"
     require_memory(estimate, what, "--N")

@@ -59,13 +59,6 @@ def _set(data, change) -> MeasurementSet:
     "change, message",
     [
         (lambda t: t.iloc[1:], "no value for node"),
-        (
-            lambda t: t.assign(
-                variance=np.where(t.index == 5, 99.0, t["variance"]),
-                mechanism=np.where(t.index == 5, "laplace", t["mechanism"]),
-            ),
-            "level 1 has 2 variances",
-        ),
         (lambda t: t.assign(variance=np.where(t.index == 5, 99.0, t["variance"])), "not the discrete-laplace variance"),
         (lambda t: t.assign(scale="wide"), "column 'scale'"),
         (lambda t: t.assign(mechanism="coin flip"), "mechanism"),
