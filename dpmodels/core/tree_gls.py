@@ -297,13 +297,13 @@ def _measurement_parts(problem: TreeGLSProblem, active: np.ndarray) -> dict:
     """The distinct precision matrices on the active cells, each region's pattern and information vector."""
     weights = np.stack([np.where(q.measured(), 1.0 / q.variances, 0.0) for q in problem.queries], axis=1)
     patterns, pattern = np.unique(weights, axis=0, return_inverse=True)
-    grams = [(q.matrix[:, active].T @ q.matrix[:, active]).toarray() for q in problem.queries]
+    restricted = [q.matrix[:, active] if len(active) < problem.n_cells else q.matrix for q in problem.queries]
+    grams = [(a.T @ a).toarray() for a in restricted]
     precisions = [sum(w * g for w, g in zip(row, grams, strict=True)) for row in patterns]
     information = np.zeros((problem.hierarchy.n_regions, len(active)))
-    for k, q in enumerate(problem.queries):
-        rows = q.measured()
-        values = np.where(rows[:, None], q.values, 0.0) * weights[:, k][:, None]
-        information += np.asarray((q.matrix[:, active].T @ values.T).T)
+    for k, (q, a) in enumerate(zip(problem.queries, restricted, strict=True)):
+        values = np.where(q.measured()[:, None], q.values, 0.0) * weights[:, k][:, None]
+        information += np.asarray((a.T @ values.T).T)
     return {"precisions": precisions, "pattern": np.asarray(pattern).reshape(-1), "information": information}
 
 
@@ -353,7 +353,7 @@ def _combine(problem: TreeGLSProblem, est, var, basis, c, constrained):
     gap = coords[constrained] @ c - np.array([problem.totals[r] for r in constrained])
     whiten = _whitening(cov_g, gap, [problem.hierarchy.names[r] for r in constrained])
     coords = coords - cross @ (whiten @ (whiten.T @ gap))
-    cells = cross if basis is None else np.einsum("jk,rki->rji", basis, cross)
+    cells = cross if basis is None else np.matmul(basis, cross)  # regions x cells x J
     white = cells.reshape(-1, len(constrained)) @ whiten
     cell_var = np.maximum(cell_var - (white**2).sum(axis=1).reshape(cell_var.shape), 0.0)
     white_total = (cross.transpose(0, 2, 1) @ c) @ whiten

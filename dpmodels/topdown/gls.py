@@ -42,7 +42,7 @@ def gls_problem(
     Every query set of the strategy becomes a :class:`~dpmodels.core.tree_gls.GLSQuery` (a region
     that lacks it counts as unmeasured by it), each region's answers matched by the query set's
     name; the invariant totals and the structural zeros are exact facts.  Group-quarters facts and
-    edits (inequalities) are not used.
+    edits (inequalities) are not used; grouped child totals are refused (not imposed yet).
 
     Parameters
     ----------
@@ -56,6 +56,10 @@ def gls_problem(
         The regions.
     """
     knowledge.check(geography)
+    if getattr(knowledge, "child_groups", ()):
+        raise DataValidationError(
+            "knowledge", "grouped child totals are not imposed by the GLS (only region totals and zeros): drop them"
+        )
     if len(measurements.by_node) != geography.n_regions:
         raise DataValidationError(
             "measurements", f"need answers for {geography.n_regions} regions, got {len(measurements.by_node)}"
