@@ -4,7 +4,7 @@ dpmodels instances                      list built-in instances and generators
 dpmodels formulations                   every registered model shape, its builder and problem class
 dpmodels solvers [NAME]                 every solver: what it solves, exact or not, its options
 dpmodels compare <family> [options]     compare a family's mechanisms and formulations (``dpmodels compare --help``)
-dpmodels bench <family>|noise|startup [options]
+dpmodels bench <family>|noise|startup|cluster [options]
                                         speed and memory bars, ratios measured in one run
 dpmodels release <family> [options]
                                         a private release of your data files, with its ledger and manifest
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dpmodels.cluster_bench import COMMAND as CLUSTER_BENCH
 from dpmodels.core.bench_command import COMMAND as NOISE_BENCH
 from dpmodels.core.budget_commands import INIT as BUDGET_INIT
 from dpmodels.core.budget_commands import SHOW as BUDGET_SHOW
@@ -87,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
         )
     _add_command(bench_sub, "noise", NOISE_BENCH)
     _add_command(bench_sub, "startup", STARTUP_BENCH)
+    _add_command(bench_sub, "cluster", CLUSTER_BENCH)
     return parser
 
 

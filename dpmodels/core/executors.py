@@ -184,7 +184,7 @@ def _shared_arguments(ex: Executor | None, shared: object, n_items: int) -> Iter
     if shared is _NOTHING:
         yield ()
     elif isinstance(ex, DaskExecutor) and n_items > 0:
-        future = ex.client.scatter(shared, broadcast=True, hash=False)
+        [future] = ex.client.scatter([shared], broadcast=True, hash=False)  # one object, even a tuple or a dict
         try:
             yield (future,)
         finally:

@@ -6,6 +6,7 @@
   its certified bound
 * ``subproblems``: one LP per block given the boundary values, and the cut each solve returns
 * ``recovery``: exactly eps-mDP mechanisms near the master's point (the certified upper bounds)
+* ``resident``: on Dask, every block kept on one worker for the whole run (warm-started LPs)
 
 The ``mdp_benders`` plugin (``solvers/mdp_benders.py``) runs :func:`benders` on the Pyomo model of
 :func:`~dpmodels.metricdp.models.build_full_lp`; the records' partition is
@@ -15,6 +16,7 @@ The ``mdp_benders`` plugin (``solvers/mdp_benders.py``) runs :func:`benders` on 
 from .driver import BendersResult, benders
 from .master import LazyRows, Master, build_master, master_bound, master_init_cuts, solve_master
 from .recovery import Candidate, Recovery, certified_candidate
+from .resident import ResidentBlocks, held_blocks, resident_blocks
 from .subproblems import BlockOutcome, Subproblem, TimeUp, build_subproblems, solve_block
 
 __all__ = [
@@ -34,4 +36,7 @@ __all__ = [
     "Recovery",
     "Candidate",
     "certified_candidate",
+    "ResidentBlocks",
+    "resident_blocks",
+    "held_blocks",
 ]

@@ -27,7 +27,7 @@ from dpmodels.core.clusters import DaskExecutor
 
 from .subproblems import BlockOutcome, Subproblem, solve_block
 
-__all__ = ["ResidentBlocks", "resident_blocks", "WATCH_SECONDS"]
+__all__ = ["ResidentBlocks", "resident_blocks", "held_blocks", "WATCH_SECONDS"]
 
 #: How often a round of block solves checks that the workers holding its blocks are still there.
 WATCH_SECONDS = 2.0
@@ -49,6 +49,12 @@ def _solve_held(token: str, blocks: list[int], zy: np.ndarray) -> list[BlockOutc
     if missing:
         raise RuntimeError(f"Benders blocks {missing} are no longer on this worker (was it restarted?); run again")
     return [solve_block(held[b], zy) for b in blocks]
+
+
+def held_blocks(token: str) -> dict[int, bool]:
+    """On a worker: the blocks of run ``token`` it holds, each with whether its primal LP is built
+    (a diagnostic: ``client.run(held_blocks, token)`` shows where the blocks live)."""
+    return {block: sub._model is not None for block, sub in _HELD.get(token, {}).items()}
 
 
 def _drop(token: str) -> None:
@@ -118,13 +124,13 @@ class ResidentBlocks:
         return out
 
     def _wait(self, futures) -> None:
-        """Wait for ``futures``; a task pinned to a worker that left would wait for ever: refuse it."""
-        from distributed import wait
-
-        while True:
+        """Wait for ``futures`` (a task's error is raised here); a task pinned to a worker that
+        left would wait for ever: refuse it."""
+        pending = list(futures)
+        while pending:
             try:
-                wait(futures, timeout=WATCH_SECONDS)
-                return
+                pending[-1].result(timeout=WATCH_SECONDS)
+                pending.pop()
             except TimeoutError:
                 present = set(self.client.scheduler_info(n_workers=-1)["workers"])
                 gone = sorted({addr for addr, _ in self.groups} - present)
