@@ -21,7 +21,9 @@ count per region; the same two passes as a Kalman filter and smoother on the tre
 in which every region's precision matrix is diagonal (:func:`~dpmodels.core.tree_gls_passes.common_basis`)
 the problem separates into one scalar tree problem per coordinate; an upward pass combines each
 region's own measurement with the sum of its children's estimates by inverse variance, a downward
-pass splits the parent's residual among the children in proportion to their variances.  Totals
+pass splits the parent's residual among the children in proportion to their variances.  When no
+such basis exists (structural zeros with variance ratios that differ between regions), the same
+passes run on the precision matrices (:mod:`dpmodels.core.tree_gls_dense`: cubic in the cells).  Totals
 along a basis coordinate are fixed in the passes; otherwise they are imposed afterwards by the
 exact rank-``J`` correction of the constrained BLUE (``J`` regions with totals; one more pass per
 total gives the covariance it needs).  The cost is linear in the number of regions (times the
@@ -41,6 +43,7 @@ import scipy.sparse as sp
 
 from .errors import DataValidationError
 from .hierarchy import Hierarchy
+from .tree_gls_dense import dense_passes
 from .tree_gls_passes import (
     TreeLevels,
     common_basis,
@@ -268,29 +271,46 @@ def solve_tree_gls(problem: TreeGLSProblem) -> GLSResult:
     h, active = problem.hierarchy, problem.active
     parts = _measurement_parts(problem, active)
     ones = np.ones(len(active))
-    basis, diagonals, aligned = common_basis(parts["precisions"], np.outer(ones, ones) / len(ones))
+    found = common_basis(parts["precisions"], np.outer(ones, ones) / len(ones))
+    levels = TreeLevels(h)
+    if found is None:
+        constrained = sorted(problem.totals)
+        runs = _information_runs(parts["information"], ones, constrained, h.n_regions)
+        est, cell_var, total_var = dense_passes(levels, parts["precisions"], parts["pattern"], runs, h.names)
+        info = {"basis": "none (matrix passes)", "totals": "rank-J correction"}
+    else:
+        est, cell_var, total_var, constrained, info = _scalar_route(problem, parts, found, levels)
+    coords, cell_var, total_var = _correct(problem, est, cell_var, total_var, constrained)
+    estimate = np.zeros((h.n_regions, problem.n_cells))
+    variance = np.zeros((h.n_regions, problem.n_cells))
+    estimate[:, active], variance[:, active] = coords, cell_var
+    info.update(J=len(constrained), patterns=len(parts["precisions"]))
+    return GLSResult(h, estimate, variance, total_var, gls_objective(problem, estimate), info)
+
+
+def _scalar_route(problem: TreeGLSProblem, parts: dict, found, levels: TreeLevels):
+    """The passes on scalar coordinates; the estimates (and covariance runs) mapped back to the cells."""
+    basis, diagonals, aligned = found
+    h = problem.hierarchy
     lam = floor_precisions(np.stack(diagonals)[parts["pattern"]])
     b = parts["information"] if basis is None else parts["information"] @ basis
+    ones = np.ones(b.shape[1])
     c = ones if basis is None else basis.T @ ones  # a region's total is c . (its coordinates)
-    levels = TreeLevels(h)
     fixed, fixed_values = _fixed_totals(problem, c, aligned, lam.shape)
     S, C = upward_variances(levels, lam, fixed, h.names)
     constrained = sorted(problem.totals) if not aligned else []
     runs = _information_runs(b, c, constrained, h.n_regions)
     est, _, _ = estimate_means(levels, lam, runs, fixed, fixed_values[..., None], S, C, h.names)
     var = posterior_variances(levels, S, C)
-    coords, cell_var, total_var = _combine(problem, est, var, basis, c, constrained)
-    estimate = np.zeros((h.n_regions, problem.n_cells))
-    variance = np.zeros((h.n_regions, problem.n_cells))
-    estimate[:, active] = coords if basis is None else coords @ basis.T
-    variance[:, active] = cell_var
+    if basis is None:
+        cells, cell_var = est, var
+    else:
+        cells, cell_var = np.matmul(basis, est), var @ (basis**2).T
     info = {
         "basis": "cells" if basis is None else "eigenvectors",
         "totals": "fixed coordinate" if aligned else "rank-J correction",
-        "J": len(constrained),
-        "patterns": len(diagonals),
     }
-    return GLSResult(h, estimate, variance, total_var, gls_objective(problem, estimate), info)
+    return cells, cell_var, var @ c**2, constrained, info
 
 
 def _measurement_parts(problem: TreeGLSProblem, active: np.ndarray) -> dict:
@@ -335,29 +355,25 @@ def _information_runs(b: np.ndarray, c: np.ndarray, constrained: list[int], n_re
     return runs
 
 
-def _combine(problem: TreeGLSProblem, est, var, basis, c, constrained):
-    """Coordinates, cell variances and total variances, after the rank-J correction for the totals.
+def _correct(problem: TreeGLSProblem, est, cell_var, total_var, constrained):
+    """Estimates, cell variances and total variances after the rank-J correction for the totals.
 
-    Run 0 of ``est`` is the unconstrained estimate ``x``; run ``1 + j`` is ``Cov(x, g_j)`` with
-    ``g_j`` the estimated total of the ``j``-th constrained region.  The constrained BLUE is
-    ``x - Cov(x, g) Cov(g)^{-1} (g - T)`` and its covariance ``Cov(x) - Cov(x, g) Cov(g)^{-1} Cov(g, x)``.
+    ``est`` is regions x cells x runs: run 0 the estimate ``x`` without the constrained totals,
+    run ``1 + j`` the covariance ``Cov(x, g_j)`` with ``g_j`` the estimated total of the ``j``-th
+    constrained region.  The constrained BLUE is ``x - Cov(x, g) Cov(g)^{-1} (g - T)`` and its
+    covariance ``Cov(x) - Cov(x, g) Cov(g)^{-1} Cov(g, x)``.
     """
     coords = est[..., 0]
-    sq = 1.0 if basis is None else basis**2
-    cell_var = var if basis is None else var @ sq.T
-    total_var = var @ c**2
     if not constrained:
         return coords, cell_var, total_var
-    cross = est[..., 1:]  # regions x coordinates x J
-    cov_g = np.einsum("k,jki->ji", c, cross[constrained])
-    gap = coords[constrained] @ c - np.array([problem.totals[r] for r in constrained])
-    whiten = _whitening(cov_g, gap, [problem.hierarchy.names[r] for r in constrained])
+    cross = est[..., 1:]  # regions x cells x J
+    cross_total = cross.sum(axis=1)  # Cov(total of each region, g)
+    gap = coords[constrained].sum(axis=1) - np.array([problem.totals[r] for r in constrained])
+    whiten = _whitening(cross_total[constrained], gap, [problem.hierarchy.names[r] for r in constrained])
     coords = coords - cross @ (whiten @ (whiten.T @ gap))
-    cells = cross if basis is None else np.matmul(basis, cross)  # regions x cells x J
-    white = cells.reshape(-1, len(constrained)) @ whiten
+    white = cross.reshape(-1, len(constrained)) @ whiten
     cell_var = np.maximum(cell_var - (white**2).sum(axis=1).reshape(cell_var.shape), 0.0)
-    white_total = (cross.transpose(0, 2, 1) @ c) @ whiten
-    total_var = np.maximum(total_var - (white_total**2).sum(axis=1), 0.0)
+    total_var = np.maximum(total_var - ((cross_total @ whiten) ** 2).sum(axis=1), 0.0)
     return coords, cell_var, total_var
 
 

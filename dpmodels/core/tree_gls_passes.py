@@ -5,8 +5,9 @@
 * :func:`common_basis` - an orthonormal basis of the active cells in which the measurement
   precision matrix of every region, ``P_v = sum_q A_q^T A_q / sigma^2_{v,q}``, is diagonal (the
   cells themselves when every ``P_v`` is diagonal, else the eigenvectors of a generic combination
-  of the distinct ``P_v``, verified).  In that basis the GLS problem separates into one scalar
-  problem per coordinate, with independent estimates.
+  of the distinct ``P_v``, verified), if one exists.  In that basis the GLS problem separates into
+  one scalar problem per coordinate, with independent estimates (otherwise
+  :mod:`dpmodels.core.tree_gls_dense` runs the same passes on matrices).
 * :func:`upward_variances`, :func:`estimate_means` and :func:`posterior_variances` - the scalar
   problem on the tree, for every coordinate at once: upward, each region combines its own
   measurement with the sum of its children's subtree estimates by inverse variance (a Kalman
@@ -79,9 +80,10 @@ def common_basis(precisions: list[np.ndarray], extra: np.ndarray | None = None):
 
     Returns
     -------
-    tuple
+    tuple or None
         ``(V or None, diagonals, aligned)``: ``V`` None means the cells themselves; ``diagonals``
         the diagonal of each precision in the basis; ``aligned`` whether ``extra`` is diagonal too.
+        None when the precisions share no eigenbasis (they do not commute).
     """
     if all(_is_diagonal(p) for p in precisions):
         return None, [np.diag(p).copy() for p in precisions], False
@@ -89,12 +91,7 @@ def common_basis(precisions: list[np.ndarray], extra: np.ndarray | None = None):
         basis = _joint_eigenvectors(mats)
         if basis is not None:
             return basis, [np.einsum("ij,ik,kj->j", basis, p, basis) for p in precisions], len(mats) > len(precisions)
-    raise DataValidationError(
-        "measurements",
-        "the regions' measurement precisions do not share eigenvectors (structural zeros, or query sets not all "
-        "marginals, with variance ratios between query sets that differ from region to region): the tree GLS "
-        "separates only when they do; measure every region with the same ratios of query-set variances",
-    )
+    return None
 
 
 def _is_diagonal(matrix: np.ndarray) -> bool:

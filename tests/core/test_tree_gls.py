@@ -85,9 +85,21 @@ def test_zeros_with_proportional_variances_equal_the_dense_gls(seed, zeros):
     assert info["basis"] == "eigenvectors"
 
 
-def test_precisions_without_a_common_basis_are_refused():
+@settings(max_examples=10, deadline=None)
+@given(SEEDS, st.sampled_from([(1,), (0, 4)]))
+def test_precisions_without_a_common_basis_take_the_matrix_passes_and_equal_the_dense_gls(seed, zeros):
+    """Zeros with variance ratios that differ between regions: no eigenbasis, the passes run on matrices."""
+    info = _agree(_instance(seed, zeros, unmeasured=0.5))
+    assert info["basis"] in ("none (matrix passes)", "eigenvectors")  # a tree of one pattern still commutes
+
+
+def test_the_matrix_passes_are_capped(monkeypatch):
+    import dpmodels.core.tree_gls_dense as dense
+
     problem = _instance(3, zeros=(1,), unmeasured=1.0)  # the marginals missing at every internal region
-    with pytest.raises(DataValidationError, match="eigenvectors"):
+    assert solve_tree_gls(problem).info["basis"] == "none (matrix passes)"
+    monkeypatch.setattr(dense, "MAX_DENSE_ENTRIES", 10)
+    with pytest.raises(DataValidationError, match="share no eigenbasis"):
         solve_tree_gls(problem)
 
 

@@ -27,7 +27,7 @@ from dpmodels.topdown.mechanism import measure
 
 def _small_census(seed: int = 0, **options):
     return instances.generate(
-        "topdown/synthetic", seed=seed, fanout=(1, 2, 2, 1, 2), races=1, mean_block_population=8.0, **options
+        "topdown/synthetic", seed=seed, fanout=(1, 2, 1, 1, 2), races=1, mean_block_population=8.0, **options
     )
 
 
