@@ -51,6 +51,10 @@ _EXPORTS = {
     "write_measurements": "dpmodels.core.measurements",
     "read_table": "dpmodels.core.tables",
     "write_table": "dpmodels.core.tables",
+    "GLSQuery": "dpmodels.core.tree_gls",
+    "GLSResult": "dpmodels.core.tree_gls",
+    "TreeGLSProblem": "dpmodels.core.tree_gls",
+    "solve_tree_gls": "dpmodels.core.tree_gls",
     "BudgetExceededError": "dpmodels.core.session",
     "PrivacySession": "dpmodels.core.session",
 }
