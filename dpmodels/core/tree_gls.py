@@ -271,7 +271,7 @@ def solve_tree_gls(problem: TreeGLSProblem) -> GLSResult:
     h, active = problem.hierarchy, problem.active
     parts = _measurement_parts(problem, active)
     ones = np.ones(len(active))
-    found = common_basis(parts["precisions"], np.outer(ones, ones) / len(ones))
+    found = common_basis(parts["precisions"], ones)
     levels = TreeLevels(h)
     if found is None:
         constrained = sorted(problem.totals)
@@ -304,8 +304,10 @@ def _scalar_route(problem: TreeGLSProblem, parts: dict, found, levels: TreeLevel
     var = posterior_variances(levels, S, C)
     if basis is None:
         cells, cell_var = est, var
-    else:
-        cells, cell_var = np.matmul(basis, est), var @ (basis**2).T
+    else:  # one product for every region and run: cells = V coordinates
+        n, k, r = est.shape
+        cells = (basis @ est.transpose(1, 0, 2).reshape(k, n * r)).reshape(-1, n, r).transpose(1, 0, 2)
+        cell_var = var @ (basis**2).T
     info = {
         "basis": "cells" if basis is None else "eigenvectors",
         "totals": "fixed coordinate" if aligned else "rank-J correction",

@@ -67,47 +67,59 @@ class TreeLevels:
         return np.add.reduceat(values[nxt], offsets, axis=0)
 
 
-def common_basis(precisions: list[np.ndarray], extra: np.ndarray | None = None):
+def common_basis(precisions: list[np.ndarray], ones: np.ndarray | None = None):
     """An orthonormal basis ``V`` (columns) in which every matrix of ``precisions`` is diagonal.
 
     Parameters
     ----------
     precisions : list of numpy.ndarray
         The distinct symmetric precision matrices (active cells x active cells).
-    extra : numpy.ndarray, optional
-        One more symmetric matrix to diagonalise too (the projection on the totals' direction);
-        dropped (``aligned`` False) when it does not commute with the precisions.
+    ones : numpy.ndarray, optional
+        The totals' direction: when it is an eigenvector of every precision, it becomes a basis
+        vector too (``aligned``), so exact totals fix one coordinate.
 
     Returns
     -------
     tuple or None
         ``(V or None, diagonals, aligned)``: ``V`` None means the cells themselves; ``diagonals``
-        the diagonal of each precision in the basis; ``aligned`` whether ``extra`` is diagonal too.
+        the diagonal of each precision in the basis; ``aligned`` whether ``ones`` is a basis vector.
         None when the precisions share no eigenbasis (they do not commute).
     """
     if all(_is_diagonal(p) for p in precisions):
         return None, [np.diag(p).copy() for p in precisions], False
-    for mats in ([*precisions, extra], precisions) if extra is not None else (precisions,):
-        basis = _joint_eigenvectors(mats)
-        if basis is not None:
-            return basis, [np.einsum("ij,ik,kj->j", basis, p, basis) for p in precisions], len(mats) > len(precisions)
-    return None
+    aligned = ones is not None and all(_has_eigenvector(p, ones) for p in precisions)
+    mats = [*precisions, np.outer(ones, ones) / len(ones)] if aligned else list(precisions)
+    basis = _joint_eigenvectors(mats)
+    if basis is None:
+        return None
+    return basis, [np.einsum("ij,ij->j", basis, p @ basis) for p in precisions], aligned
 
 
 def _is_diagonal(matrix: np.ndarray) -> bool:
     return not np.any(matrix - np.diag(np.diag(matrix)))
 
 
+def _has_eigenvector(matrix: np.ndarray, v: np.ndarray) -> bool:
+    """Whether ``matrix @ v`` is a multiple of ``v`` (then ``matrix`` commutes with ``v v^T``)."""
+    w = matrix @ v
+    lam = float(v @ w) / float(v @ v)
+    scale = max(float(np.abs(matrix).max()), 1e-300) * float(np.abs(v).max())
+    return float(np.abs(w - lam * v).max()) <= BASIS_TOLERANCE * scale
+
+
 def _joint_eigenvectors(mats: list[np.ndarray]) -> np.ndarray | None:
     """Eigenvectors of a generic combination of ``mats``, if they diagonalise every one (commuting
     symmetric matrices share an eigenbasis, and a generic combination separates their joint
-    eigenspaces); None otherwise.  The combination's weights come from a fixed seed."""
+    eigenspaces); None otherwise.  The combination's weights come from a fixed seed; one matrix
+    is its own combination and needs no check."""
+    if len(mats) == 1:
+        return np.linalg.eigh(mats[0])[1]
     weights = np.random.default_rng(20100).uniform(1.0, 2.0, len(mats))
     scales = [max(float(np.abs(m).max()), 1e-300) for m in mats]
     combined = sum(w * m / s for w, m, s in zip(weights, mats, scales, strict=True))
     _, basis = np.linalg.eigh(combined)
     for m, s in zip(mats, scales, strict=True):
-        rotated = basis.T @ m @ basis
+        rotated = basis.T @ (m @ basis)
         if np.abs(rotated - np.diag(np.diag(rotated))).max() > BASIS_TOLERANCE * s:
             return None
     return basis
