@@ -13,6 +13,7 @@ The folder, by what each module holds (the same names mean the same thing in eve
 * ``release``: the end-to-end private release from declared facts (:func:`release`), or its
   measurement alone (:func:`measure_release`)
 * ``measurements``: noisy values to and from the measurement-file format (any tool's noise)
+* ``weights``: weighted post-processing: each value weighed by ``1 / variance`` (from stated variances)
 * ``commands``: the family's ``dpmodels`` commands (``release_command``: ``release pgsr``;
   ``measure_command``: ``measure pgsr`` and ``postprocess pgsr``)
 * ``transforms``: the cumulative and chain transforms of the size axis
@@ -70,6 +71,9 @@ _EXPORTS = {
     "measurement_facts": "dpmodels.pgsr.measurements",
     "measurement_set": "dpmodels.pgsr.measurements",
     "noisy_from_measurements": "dpmodels.pgsr.measurements",
+    # weights
+    "inverse_variance_weights": "dpmodels.pgsr.weights",
+    "measured_weights": "dpmodels.pgsr.weights",
     # algorithms
     "solve_exact": "dpmodels.pgsr.algorithms",
     "solve_hierarchical": "dpmodels.pgsr.algorithms",
