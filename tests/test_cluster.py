@@ -96,6 +96,16 @@ def test_an_unreachable_DASK_SCHEDULER_ADDRESS_is_named_as_such(fast_timeout, mo
             pass  # pragma: no cover
 
 
+def test_DASK_SCHEDULER_ADDRESS_without_a_scheme_is_tcp_and_a_bad_one_is_named(cluster, client, monkeypatch):
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", cluster.scheduler_address.removeprefix("tcp://"))
+    with resolve_executor("dask") as ex:
+        assert ex.client.scheduler.address == cluster.scheduler_address
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "udp://127.0.0.1:8786")
+    with pytest.raises(DataValidationError, match=r"scheme 'udp' is not supported.*\(from DASK_SCHEDULER_ADDRESS\)"):
+        with resolve_executor("dask"):
+            pass  # pragma: no cover
+
+
 def test_tls_without_tls_settings_is_refused_naming_the_settings(fast_timeout):
     with pytest.raises(DataValidationError, match="TLS needs its settings: distributed.comm.tls.ca-file"):
         with resolve_executor(nobody_listens().replace("tcp://", "tls://")):
@@ -245,3 +255,17 @@ def test_a_worker_leaving_with_its_blocks_is_reported_not_waited_for():
         c.retire_workers([blocks.groups[0][0]])
         with pytest.raises(RuntimeError, match="left the cluster with their Benders blocks"):
             blocks.solve(np.full(len(part.all_boundary) * inst.K, 1.0 / inst.K))
+
+
+@pytest.mark.slow
+def test_bench_cluster_reports_the_serial_results_on_the_cluster(tmp_path):
+    import json
+
+    out = tmp_path / "cluster.json"
+    assert cli.main(["bench", "cluster", "--quick", "--json", str(out), "-q"]) == 0
+    found = json.loads(out.read_text())
+    assert [r["run"] for r in found["topdown"]][0] == "serial" and len(found["benders"]) == 3
+    assert all(r["same release as serial"] for r in found["topdown"])
+    resident = found["benders"][-1]
+    assert resident["run"] == "dask, blocks resident" and resident["same result as serial"]
+    assert found["topdown"][0]["max bytes now"] < found["topdown"][0]["max bytes before"]

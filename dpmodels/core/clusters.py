@@ -79,15 +79,21 @@ def configured_scheduler() -> tuple[str, str] | None:
     """``(address, where it was set)`` of the scheduler ``"dask"`` connects to, or None.
 
     ``DASK_SCHEDULER_ADDRESS`` first (read at the call, so a variable set after Dask was imported
-    counts), then Dask's ``scheduler-address`` setting (its YAML configuration).
+    counts), then Dask's ``scheduler-address`` setting (its YAML configuration); an address without
+    a scheme is TCP, as Dask reads it.
     """
     env = os.environ.get("DASK_SCHEDULER_ADDRESS", "").strip()
     if env:
-        return env, "DASK_SCHEDULER_ADDRESS"
+        return _with_scheme(env), "DASK_SCHEDULER_ADDRESS"
     import dask
 
     configured = dask.config.get("scheduler-address", default=None)
-    return (str(configured), "Dask's scheduler-address setting") if configured else None
+    return (_with_scheme(str(configured)), "Dask's scheduler-address setting") if configured else None
+
+
+def _with_scheme(address: str) -> str:
+    """``host:port`` as Dask reads it: TCP (``tcp://host:port``); an address with a scheme as is."""
+    return address if "://" in address else f"tcp://{address}"
 
 
 def import_distributed() -> Any:
@@ -182,7 +188,10 @@ def connect_scheduler(address: str, source: str = "") -> Iterator[DaskExecutor]:
     source : str, optional
         Where the address came from (e.g. ``"DASK_SCHEDULER_ADDRESS"``), for messages.
     """
-    check_scheduler_address(address)
+    try:
+        check_scheduler_address(address)
+    except DataValidationError as err:
+        raise DataValidationError("executor", f"{err.problem} (from {source})" if source else err.problem) from None
     distributed = import_distributed()
     security = distributed.security.Security()  # TLS files from Dask's configuration
     timeout = _connect_timeout()

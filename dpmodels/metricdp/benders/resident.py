@@ -112,8 +112,7 @@ class ResidentBlocks:
             for addr, group in self.groups
         ]
         try:
-            self._wait(futures)
-            results = self.client.gather(futures)
+            results = [self._result(future) for future in futures]
         except BaseException:
             self.client.cancel(futures)
             raise
@@ -123,14 +122,12 @@ class ResidentBlocks:
                 out[i] = outcome
         return out
 
-    def _wait(self, futures) -> None:
-        """Wait for ``futures`` (a task's error is raised here); a task pinned to a worker that
-        left would wait for ever: refuse it."""
-        pending = list(futures)
-        while pending:
+    def _result(self, future):
+        """The task's result (its error raised here); a task pinned to a worker that left would wait
+        for ever: that is refused instead."""
+        while True:
             try:
-                pending[-1].result(timeout=WATCH_SECONDS)
-                pending.pop()
+                return future.result(timeout=WATCH_SECONDS)
             except TimeoutError:
                 present = set(self.client.scheduler_info(n_workers=-1)["workers"])
                 gone = sorted({addr for addr, _ in self.groups} - present)
