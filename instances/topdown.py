@@ -33,6 +33,7 @@ from dpmodels.topdown.data import (
     pl94_schema,
 )
 from dpmodels.topdown.layouts import LAYOUTS, read_ppmf, read_ppmf_pl94
+from dpmodels.topdown.production import structural_zeros as named_zeros
 
 from .registry import register_generator
 
@@ -90,10 +91,14 @@ def synthetic_census(
     gq_share: float = 0.05,
     total_level: str = "state",
     edits: bool = True,
+    structural_zeros: str = "adult-only",
 ) -> TopDownData:
     """Draw a synthetic census.  ``fanout`` overrides the preset's (states, counties, tracts,
     block groups, blocks) counts; ``scale`` multiplies block populations; ``total_level``
-    names the deepest geography whose populations are invariant ("nation" ... "block")."""
+    names the deepest geography whose populations are invariant ("nation" ... "block");
+    ``structural_zeros`` names the declared set (:data:`dpmodels.topdown.production.STRUCTURAL_ZEROS`):
+    ``"adult-only"`` (the default since 2019: no minor in four GQ types) or ``"production"`` (the 2020
+    production's: no minor in a nursing facility).  The persons drawn are the same either way."""
     rng = make_rng(seed)
     fan = tuple(fanout) if fanout is not None else PRESETS.get(preset)
     if fan is None or len(fan) != 5 or min(fan) < 1:
@@ -136,7 +141,7 @@ def synthetic_census(
         totals,
         level,
         gq=gq,
-        structural_zeros=adult_only_zeros(schema),
+        structural_zeros=named_zeros(schema, structural_zeros),
         edits=(children_per_adult_edit(schema),) if edits else (),
     )
     return TopDownData(
@@ -214,6 +219,7 @@ def from_csv(
     total_level: str = "state",
     blocks: str | Path | None = None,
     layout: str = "labels",
+    structural_zeros: str | None = None,
 ) -> TopDownData:
     """Load person records (``geocode`` plus one column per PL94 attribute, value labels; or Census codes).
 
@@ -246,6 +252,11 @@ def from_csv(
         QAGE, CENHISP, CENRACE), read by :func:`dpmodels.topdown.layouts.read_ppmf`, whose codes
         outside the domain are left out by the same rule and whose malformed codes are refused; or
         ``"ppmf-pl94"``, the 2020 redistricting columns (GQTYPE_PL, VOTING_AGE for GQTYPE, QAGE).
+    structural_zeros
+        A named set of structural zeros to declare (``"production"``: no person under 18 in a nursing
+        facility; ``"adult-only"``), or None.  A person in a declared zero cell is left out by the stated
+        rule :data:`dpmodels.topdown.production.STRUCTURAL_ZERO_RULE` (refusing instead would make
+        whether a release happens depend on one person).
     """
     level = LEVELS.get(total_level)
     if level is None:
@@ -264,11 +275,14 @@ def from_csv(
     rows = frame["geocode"].map(leaf_row)
     cells, in_schema = _cells(frame, schema)
     keep = rows.notna().to_numpy() & in_schema  # the stated rules: out-of-domain persons are left out
+    zeros = np.empty(0, dtype=np.int64) if structural_zeros is None else named_zeros(schema, structural_zeros)
+    keep &= ~np.isin(cells, zeros)  # and persons in declared structural-zero cells
     counts = sp.csr_matrix(
         (np.ones(int(keep.sum()), np.int64), (rows.to_numpy()[keep].astype(np.int64), cells[keep])),
         shape=(len(leaf_row), schema.size),
     )
-    knowledge = PublicKnowledge.from_region_totals(geography, _region_totals(geography, counts), level)
+    totals = _region_totals(geography, counts)
+    knowledge = PublicKnowledge.from_region_totals(geography, totals, level, structural_zeros=zeros)
     name = source_stem(persons, "persons")
     return TopDownData(schema, geography, counts, knowledge, name=name, geography_declared=blocks is not None)
 

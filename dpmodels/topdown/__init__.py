@@ -26,6 +26,10 @@ The folder, by what each module holds (the same names mean the same thing in eve
 ``flow``               the L1 rounding as a min-cost flow
 ``tree_l2``            the closed-form L2 solve where the structure allows
 ``tum``                the total-unimodularity certificate of a model's constraint matrix
+``interleaved``        the 2020 production's interleaved passes (:func:`solve_passes`), coarse first
+``production``         the production's constraints: grouped child totals, occupancy caps, named
+                       structural zeros (``child_rows``: the rows every solve path takes), the
+                       failsafe's node list; ``budget_presets``: its budget allocation (``pl94-2020``)
 ``implied/``           implied constraints: extendability checks and their witnesses
 ``compare``            the evaluation harness (``compare_report``: its tables and plots)
 ``bench``              ``dpmodels bench topdown``
@@ -55,6 +59,7 @@ _EXPORTS = {
     "Edit": "dpmodels.topdown.knowledge",
     "FlowData": "dpmodels.topdown.knowledge",
     "GQKnowledge": "dpmodels.topdown.knowledge",
+    "ChildGroup": "dpmodels.topdown.knowledge",
     # builders
     "build_l2": "dpmodels.topdown.models",
     "build_l1": "dpmodels.topdown.models",
@@ -83,6 +88,13 @@ _EXPORTS = {
     "NodeSolution": "dpmodels.topdown.solve",
     "verify_children": "dpmodels.topdown.solve",
     "flows_hold": "dpmodels.topdown.implied",
+    # the 2020 production's options
+    "solve_passes": "dpmodels.topdown.interleaved",
+    "check_passes": "dpmodels.topdown.interleaved",
+    "budget_preset": "dpmodels.topdown.budget_presets",
+    "structural_zeros": "dpmodels.topdown.production",
+    "occupancy_caps": "dpmodels.topdown.production",
+    "failsafe_nodes": "dpmodels.topdown.production",
     # release
     "release": "dpmodels.topdown.release",
     "release_facts": "dpmodels.topdown.release",

@@ -164,6 +164,9 @@ def _run_bench(args) -> Result:
 # ---------------------------------------------------------------------- release
 #: The geographic levels ``--total-level`` takes, and the layouts of ``--persons``.
 LEVELS = Names("dpmodels.instances.topdown", "LEVELS")
+#: The 2020 production's named budget presets and structural zeros (issue 25).
+BUDGET_PRESETS = Names("dpmodels.topdown.budget_presets", "BUDGET_PRESETS")
+ZERO_SETS = Names("dpmodels.topdown.production", "STRUCTURAL_ZEROS")
 LAYOUTS = Names("dpmodels.topdown.layouts", "LAYOUTS")
 
 
@@ -185,6 +188,7 @@ def _values_help() -> str:
 
 def _release_arguments(p: argparse.ArgumentParser) -> None:
     _persons_arguments(p)
+    _production_arguments(p)
     std.executor("the solves of a level").add(p)
     add_progress(p)
     std.add_release_options(p, RELEASE_OUTPUTS, noises=("geometric", "discrete-gaussian"))  # release.RELEASE_NOISES
@@ -208,6 +212,26 @@ def _postprocess_arguments(p: argparse.ArgumentParser) -> None:
     std.executor("the solves of a level").add(p)
     add_progress(p)
     std.add_verbosity(p)
+
+
+def _production_arguments(p: argparse.ArgumentParser) -> None:
+    """The 2020 production's options of ``release topdown`` (issue 25; run by :mod:`.production_options`)."""
+    p.add_argument(
+        "--passes",
+        help="interleaved passes, coarse first: query sets split by ',', passes by ';', 'rest' for the others, e.g. "
+        "'total; rest' or 'hhgq; rest'; each pass holds the earlier passes' rounded answers exactly",
+    )
+    p.add_argument(
+        "--budget-preset",
+        type=one_of(BUDGET_PRESETS, "preset"),
+        help="pl94-2020: the 2020 production's geolevel and query shares (exact fractions); with --rho",
+    )
+    p.add_argument(
+        "--structural-zeros",
+        type=one_of(ZERO_SETS, "set"),
+        help="declare structural zeros (production: no one under 18 in a nursing facility; adult-only: nor in "
+        "correctional, college or military quarters); persons in them are left out",
+    )
 
 
 def _persons_arguments(p: argparse.ArgumentParser) -> None:
@@ -241,6 +265,7 @@ def _run_release(args) -> int:
     from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
 
     from .layouts import write_ppmf
+    from .production_options import production_details, production_facts, production_release
     from .release import histogram_frame, release, release_facts
     from .zcdp import gaussian_sampler
 
@@ -250,16 +275,16 @@ def _run_release(args) -> int:
     def run(session, data, amount) -> ReleaseOutcome:
         budget = {"noise": args.noise, "rho": amount if gaussian else None}
         epsilon = None if gaussian else amount
-        result = release(session, epsilon, executor=args.executor, progress=not args.no_progress, **budget)
+        chosen = production_release(args, data)  # the preset's strategy and shares, the passes
+        result = release(session, epsilon, executor=args.executor, progress=not args.no_progress, **chosen, **budget)
         records = result.records(data.schema)
         frames = {
             "--out-microdata": records if args.layout == "labels" else write_ppmf(records, args.layout),
             "--out-histograms": histogram_frame(data.schema, result),
         }
-        facts = _layout_facts(release_facts(data, **budget), args.layout)
-        outcome = ReleaseOutcome(
-            frames, facts, summary=_report_checks(result.checks), details={"checks": result.checks}
-        )
+        facts = production_facts(_layout_facts(release_facts(data, **chosen, **budget), args.layout), args, data)
+        details = {"checks": result.checks, **production_details(result)}  # with the failsafe's nodes
+        outcome = ReleaseOutcome(frames, facts, summary=_report_checks(result.checks), details=details)
         if gaussian:  # zCDP: the sampler with sigma^2 of every level and query set
             outcome.details["noise"], outcome.sampler = args.noise, gaussian_sampler(facts.declared)
         return outcome
@@ -280,8 +305,9 @@ def _load_persons(args):
     """The persons of ``--persons`` under the declared blocks, schema and layout (release and measure)."""
     from dpmodels.instances.topdown import from_csv
 
+    zeros = {"structural_zeros": getattr(args, "structural_zeros", None)}  # release only (issue 25)
     data = from_csv(
-        args.persons, races=args.races, total_level=args.total_level, blocks=args.blocks, layout=args.layout
+        args.persons, races=args.races, total_level=args.total_level, blocks=args.blocks, layout=args.layout, **zeros
     )
     if args.blocks is None:
         logging.getLogger("dpmodels").warning(

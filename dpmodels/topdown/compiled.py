@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .child_rows import linear_rows
 from .node_data import NodeProblem, split_floor
 
 __all__ = ["LinearSystem", "l2_system", "l1_system", "solve_l2_clarabel", "solve_l1_highs"]
@@ -111,6 +112,8 @@ def _structure(problem: NodeProblem, base: np.ndarray, edits: bool, eq: _Rows, u
                 ub.add(col[t, nz], -coef[nz], shift)
             else:
                 eq.add(col[t, nz], coef[nz], -shift)
+    for op, cols, vals, rhs in linear_rows(problem, base):  # production rows (child_rows.py)
+        (eq if op == "==" else ub).add(cols, vals, rhs)
     return np.array(flow_lower)
 
 

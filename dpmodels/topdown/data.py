@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.hierarchy import Hierarchy
 
-from .knowledge import Edit, FlowData, GQKnowledge, PublicKnowledge
+from .knowledge import ChildGroup, Edit, FlowData, GQKnowledge, PublicKnowledge
 
 __all__ = [
     "Attribute",
@@ -32,6 +32,7 @@ __all__ = [
     "GEOCODE_LEVELS",
     "parse_geocode",
     "geography_from_geocodes",
+    "ChildGroup",
     "Edit",
     "GQKnowledge",
     "FlowData",
@@ -292,6 +293,8 @@ class TopDownData:
             raise DataValidationError(
                 "knowledge.invariant_totals", f"region {geo.names[bad[0]]!r} total does not match the data"
             )
+        if kn.child_groups:
+            self._check_groups(kn.child_groups)
         zeros = np.asarray(kn.structural_zeros, dtype=np.int64)
         if len(zeros) and self.leaf_counts[:, zeros].nnz:
             raise DataValidationError("knowledge.structural_zeros", "the data have persons in structural-zero cells")
@@ -309,6 +312,15 @@ class TopDownData:
             raise DataValidationError("gq", "persons of a type that is absent from their leaf")
         if (per_type < gq.lower).any():
             raise DataValidationError("gq", "a leaf has fewer persons of a type than its lower bound")
+        if gq.upper is not None and ((gq.upper >= 0) & (per_type > gq.upper)).any():
+            raise DataValidationError("gq.upper", "a leaf has more persons of a type than its occupancy cap")
+
+    def _check_groups(self, groups) -> None:
+        totals = np.asarray(self.node_histograms_all().sum(axis=1)).ravel()
+        index = self.geography.index
+        for group in groups:
+            if sum(int(totals[index[r]]) for r in group.regions) != group.total:
+                raise DataValidationError(f"child group {group.regions}", "its total does not match the data")
 
     @cached_property
     def aggregation(self) -> sp.csr_matrix:

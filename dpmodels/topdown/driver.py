@@ -14,7 +14,7 @@ of one of these solves from the noisy measurements and the public knowledge.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -25,10 +25,12 @@ from dpmodels.core.executors import map_tasks, resolve_executor
 from dpmodels.core.hierarchy import Hierarchy
 
 from .data import PublicKnowledge, Schema, TopDownData, microdata
+from .interleaved import check_passes, solve_passes
 from .mechanism import Measurements, Strategy, measure
 from .node_data import ChildSpec, NodeProblem, WeightedQuery
+from .production import production_checks, production_rows
 from .queries import is_identity, kron_query
-from .solve import NodeOptions, NodeSolution, solve_node
+from .solve import NodeOptions, NodeSolution
 
 __all__ = ["TopDownResult", "histogram_frame", "topdown", "run_topdown", "free_marginal", "node_problem"]
 
@@ -190,6 +192,9 @@ def topdown(
     """
     knowledge.check(geography)  # public totals only for the invariant regions
     options = options or NodeOptions()
+    passes = check_passes(options.passes, measurements.strategy.queries)  # production passes (interleaved.py)
+    options = replace(options, passes=passes)
+    extra = production_rows(knowledge, geography)  # production rows: group totals, occupancy caps
     mats = {q.name: q.matrix.tocsr() for q in measurements.strategy.queries}
     identity = _identity_flags(measurements, schema.size)
     marg = free_marginal(schema, knowledge)
@@ -209,9 +214,10 @@ def topdown(
         active,
         [_child_spec(0, active, measurements, identity, mats, geography, knowledge)],
         root_total=knowledge.root_total,
+        rows=extra.for_solve([0], active) if extra else (),
         **common,
     )
-    sol = solve_node(root, options)
+    sol = solve_passes(root, options)
     released[0, active] = sol.values[0]
     logs += _log_rows(sol, geography, 0, len(active), produced=1)
     seconds[1] = time.perf_counter() - tick
@@ -231,7 +237,8 @@ def topdown(
                     logs.append(_shortcut_row(geography, p, len(kids), "zero parent"))
                     continue
                 specs = [_child_spec(c, cells, measurements, identity, mats, geography, knowledge) for c in kids]
-                tasks.append((NodeProblem(cells, specs, parent=released[p, cells], **common), options))
+                rows = extra.for_solve(kids, cells) if extra else ()
+                tasks.append((NodeProblem(cells, specs, parent=released[p, cells], rows=rows, **common), options))
                 solved_by.append((p, kids, cells))
             results = map_tasks(_solve_task, tasks, executor=pool, progress=progress, desc=f"level {level + 1}")
             for (p, kids, cells), sol in zip(solved_by, results, strict=True):
@@ -245,7 +252,7 @@ def topdown(
 
 def _solve_task(task) -> NodeSolution:
     problem, options = task
-    return solve_node(problem, options)
+    return solve_passes(problem, options)
 
 
 def _log_rows(sol: NodeSolution, geography: Hierarchy, node: int, cells: int, produced: int) -> list[dict]:
@@ -286,6 +293,7 @@ def check_release(result: TopDownResult, knowledge: PublicKnowledge, edits: bool
         "inconsistent parents": int((geo.consistency_residual(counts) != 0).any(axis=1).sum()),
     }
     out["failsafe parents"] = int(result.log.loc[result.log["failsafe"].astype(bool), "node"].nunique())
+    out.update(production_checks(counts, knowledge, geo))  # group totals and occupancy caps, when declared
     if knowledge.gq is not None:
         from .implied.group_quarters import flows_hold
 
@@ -383,9 +391,11 @@ def node_problem(
             queries.append(WeightedQuery(meas.query, sub[rows], meas.values[rows], 1.0 / meas.variance, ident))
         return ChildSpec(r, queries, kn.invariant_total(geo, r), kn.flow_data(geo, r))
 
+    extra = production_rows(kn, geo)
     if node is None:
         cells = np.flatnonzero(~zeros)
-        return NodeProblem(cells, [spec(0, cells)], root_total=kn.root_total, **common)
+        rows = extra.for_solve([0], cells) if extra else ()
+        return NodeProblem(cells, [spec(0, cells)], root_total=kn.root_total, rows=rows, **common)
     if parent is None:
         raise DataValidationError("parent", "a child solve needs the released histogram of its parent")
     parent = np.asarray(parent).ravel()
@@ -395,4 +405,5 @@ def node_problem(
     if len(kids) == 0:
         raise DataValidationError("node", f"{geo.names[node]!r} is a leaf: it has no children to solve")
     cells = np.flatnonzero(parent > 0)
-    return NodeProblem(cells, [spec(int(c), cells) for c in kids], parent=parent[cells], **common)
+    rows = extra.for_solve(kids, cells) if extra else ()
+    return NodeProblem(cells, [spec(int(c), cells) for c in kids], parent=parent[cells], rows=rows, **common)

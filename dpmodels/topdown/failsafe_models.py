@@ -27,7 +27,16 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker
 
-from .model_blocks import add_flows, add_totals, base_model, cell_keys, check_weights, l2_objective_terms, relation
+from .model_blocks import (
+    add_flows,
+    add_rows,
+    add_totals,
+    base_model,
+    cell_keys,
+    check_weights,
+    l2_objective_terms,
+    relation,
+)
 from .node_data import NodeProblem, split_floor
 
 __all__ = [
@@ -99,6 +108,7 @@ def _failsafe_common(m, problem: NodeProblem, hist, integer: bool) -> dict[str, 
 
     m.fs_marg = pyo.Constraint(rows, rule=marginal_row)
     add_totals(m, problem, hist)
+    add_rows(m, problem, hist, failsafe=True)  # the production rows are hard: the failsafe keeps them
     return {"s": list(m.cells), **add_flows(m, problem, hist)}
 
 

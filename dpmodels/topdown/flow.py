@@ -204,6 +204,8 @@ def round_by_flow(problem, hstar: np.ndarray, objective: str = "l1") -> FlowRoun
     """The optimal rounding of ``hstar`` with the group-quarters flows that route it."""
     if problem.edits:
         raise ModelStructureError("topdown_flow: edit constraints are not network rows; use highs (MIP)")
+    if getattr(problem, "rows", ()):
+        raise ModelStructureError("topdown_flow: production rows (child_rows.py) are not network rows; use highs")
     low, phi = split_floor(np.asarray(hstar, dtype=np.float64).reshape(problem.m, problem.n))
     cost = (1 - 2 * phi) if objective == "l1" else -phi
     net = rounding_network(problem, low, cost)

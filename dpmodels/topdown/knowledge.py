@@ -16,10 +16,36 @@ import scipy.sparse as sp
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.hierarchy import Hierarchy
 
-__all__ = ["Edit", "FlowData", "GQKnowledge", "PublicKnowledge"]
+__all__ = ["ChildGroup", "Edit", "FlowData", "GQKnowledge", "PublicKnowledge"]
 
 
 # ---------------------------------------------------------------------- public knowledge
+@dataclass(frozen=True)
+class ChildGroup:
+    """Sibling regions held to one public total: the 2020 production's grouped child totals (the AIAN
+    and non-AIAN parts of a state sum to the state's invariant population while neither part's is).
+
+    Parameters
+    ----------
+    regions : tuple of str
+        The regions' names: children of one parent, each in one group only.
+    total : int
+        Their total population, released exactly (an invariant).
+    """
+
+    regions: tuple[str, ...]
+    total: int
+
+    def __post_init__(self):
+        regions = tuple(str(r) for r in self.regions) if not isinstance(self.regions, str) else ()
+        if not regions or len(set(regions)) != len(regions):
+            raise DataValidationError("child group", f"needs distinct region names, got {self.regions!r}")
+        if int(self.total) != self.total or self.total < 0:
+            raise DataValidationError(f"child group {regions}", f"total must be a count, got {self.total!r}")
+        object.__setattr__(self, "regions", regions)
+        object.__setattr__(self, "total", int(self.total))
+
+
 @dataclass(frozen=True)
 class Edit:
     """A linear edit ``coef . h  op  0`` that every node histogram must satisfy (spec 1.5 items 4-6).
@@ -118,12 +144,16 @@ class GQKnowledge:
         Leaves x types: whether the type is present in the leaf.
     lower : numpy.ndarray
         Leaves x types: population lower bounds.
+    upper : numpy.ndarray, optional
+        Leaves x types: occupancy caps (the 2020 production's ``hhgq_total_ub``: facilities x the
+        declared persons per facility), -1 where a type is not capped; None: no caps.
     """
 
     cell_type: np.ndarray
     type_names: tuple[str, ...]
     present: np.ndarray
     lower: np.ndarray
+    upper: np.ndarray | None = None
 
     def __post_init__(self):
         n_types = len(self.type_names)
@@ -138,6 +168,13 @@ class GQKnowledge:
             raise DataValidationError("gq", "lower bounds must be >= 0 and 0 for absent types")
         if self.cell_type.min() < 0 or self.cell_type.max() >= n_types:
             raise DataValidationError("gq", "cell_type must index the types")
+        if self.upper is not None:
+            upper = np.asarray(self.upper)
+            if upper.shape != self.lower.shape or not np.all(np.mod(upper, 1) == 0) or (upper < -1).any():
+                raise DataValidationError("gq.upper", f"must be integer caps (leaves, {n_types}), -1 where not capped")
+            if ((upper >= 0) & (upper < self.lower)).any():
+                raise DataValidationError("gq.upper", "a cap is below its type's lower bound")
+            object.__setattr__(self, "upper", upper.astype(np.int64))
 
     @property
     def n_types(self) -> int:
@@ -171,6 +208,8 @@ class PublicKnowledge:
         Cells that are zero everywhere (boolean over cells).
     edits : tuple of Edit, optional
         Linear edits every histogram satisfies.
+    child_groups : tuple of ChildGroup, optional
+        Sibling regions held to one public total (:mod:`dpmodels.topdown.production`).
     """
 
     invariant_totals: np.ndarray
@@ -178,6 +217,7 @@ class PublicKnowledge:
     gq: GQKnowledge | None = None
     structural_zeros: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     edits: tuple[Edit, ...] = ()
+    child_groups: tuple[ChildGroup, ...] = ()
 
     def __post_init__(self):
         totals = np.asarray(self.invariant_totals)
@@ -203,6 +243,7 @@ class PublicKnowledge:
                 f"need one per invariant region (levels <= {self.total_level}: {need}), got "
                 f"{len(self.invariant_totals)}; the totals of deeper regions are not public",
             )
+        _check_groups(self.child_groups, geography, self.total_level)
 
     @property
     def root_total(self) -> int:
@@ -238,6 +279,33 @@ class PublicKnowledge:
         np.logical_or.at(unit_present, inverse, present)
         np.add.at(unit_lower, inverse, lower)
         return FlowData.from_units(unit_present, unit_lower, None if totals is None else [totals[k] for k in keys])
+
+
+def _check_groups(groups: tuple[ChildGroup, ...], geography: Hierarchy, total_level: int) -> None:
+    """Refuse a group naming an unknown region, the root, regions of two parents, a region twice, or a
+    parent whose total is not invariant (its noisy total could fall below the group's: no split, and the
+    failsafe, which keeps the parent's total, could not help)."""
+    seen: set[str] = set()
+    index = geography.index
+    for group in groups:
+        missing = [r for r in group.regions if r not in index]
+        if missing:
+            raise DataValidationError(f"child group {group.regions}", f"regions {missing} are not in the geography")
+        parents = {int(geography.parent[index[r]]) for r in group.regions}
+        if len(parents) != 1 or -1 in parents:
+            raise DataValidationError(f"child group {group.regions}", "its regions must be children of one parent")
+        parent = parents.pop()
+        if len(geography.children(parent)) == 1:
+            raise DataValidationError(f"child group {group.regions}", "an only child has its parent's total: no group")
+        if geography.level[parent] > total_level:
+            raise DataValidationError(
+                f"child group {group.regions}",
+                f"its parent's total must be invariant (level <= {total_level}); a noisy parent may hold fewer persons",
+            )
+        again = seen.intersection(group.regions)
+        if again:
+            raise DataValidationError(f"child group {group.regions}", f"regions {sorted(again)} are in two groups")
+        seen.update(group.regions)
 
 
 def _invariant_count(geography: Hierarchy, total_level: int) -> int:

@@ -63,6 +63,8 @@ def public_facts(schema: Schema, geography: Hierarchy, knowledge: PublicKnowledg
     """
     if knowledge.gq is not None or len(knowledge.structural_zeros) or knowledge.edits:
         raise DataValidationError("knowledge", "group-quarters facts, zeros and edits are not in the format yet")
+    if strategy.per_level or knowledge.child_groups:
+        raise DataValidationError("strategy", "per-level query shares and grouped totals are not in the format yet")
     parents = [
         [name, None if p < 0 else geography.names[p]] for name, p in zip(geography.names, geography.parent, strict=True)
     ]

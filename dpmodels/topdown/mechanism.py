@@ -40,6 +40,7 @@ from dpmodels.core.randomness import describe
 
 from .data import Schema, TopDownData
 from .queries import QuerySet, identity, level_sensitivity, marginal, require_measurable
+from .shares import level_row, level_unit_shares, unit_shares
 from .zcdp import GAUSSIAN, gaussian_budget, level_l2_deltas, noisy_gaussian_answers, plan_gaussian
 
 __all__ = [
@@ -54,15 +55,6 @@ __all__ = [
 ]
 
 
-def _unit_shares(values, field: str) -> list[Fraction] | None:
-    """Positive shares summing to 1 within 1e-9 (spec 2.3), made exact; None if not."""
-    shares = [exact(v, field) for v in values]
-    total = sum(shares)
-    if not shares or any(v <= 0 for v in shares) or abs(total - 1) > Fraction(1, 10**9):
-        return None
-    return [v / total for v in shares]
-
-
 @dataclass(frozen=True)
 class Strategy:
     """Query sets measured at every node, with their within-level budget shares (sum to 1).
@@ -73,15 +65,20 @@ class Strategy:
         The query sets, distinct names.
     shares : tuple of Fraction
         Their positive shares of a level's budget, summing to 1.
+    per_level : tuple of tuple of Fraction, optional
+        Shares level by level (one row per geography level, root first), as the 2020 production
+        allocates (:mod:`.budget_presets`): non-negative, each row summing to 1; a 0 leaves the query
+        set unmeasured at that level.  Empty: ``shares`` at every level.
     """
 
     queries: tuple[QuerySet, ...]
     shares: tuple[Fraction, ...]
+    per_level: tuple[tuple[Fraction, ...], ...] = ()
 
     def __post_init__(self):
         if len(self.queries) != len(self.shares) or not self.queries:
             raise DataValidationError("strategy", "needs one share per query set, at least one set")
-        shares = _unit_shares(self.shares, "strategy.shares")
+        shares = unit_shares(self.shares, "strategy.shares")
         if shares is None:
             raise DataValidationError(
                 "strategy.shares", f"must be positive and sum to 1, got {[str(v) for v in self.shares]}"
@@ -90,6 +87,27 @@ class Strategy:
         if len(set(names)) != len(names):
             raise DataValidationError("strategy", f"query set names repeat: {names}")
         object.__setattr__(self, "shares", tuple(shares))
+        object.__setattr__(
+            self, "per_level", tuple(level_row(row, k, len(names)) for k, row in enumerate(self.per_level))
+        )
+
+    def shares_at(self, level: int) -> tuple[Fraction, ...]:
+        """The query sets' shares of ``level``'s budget (1 = the root): its ``per_level`` row if declared,
+        else ``shares``; a 0 leaves a query set unmeasured there.
+
+        Parameters
+        ----------
+        level : int
+            The geography level, 1 at the root.
+        """
+        return self.per_level[level - 1] if self.per_level else self.shares
+
+    def check_levels(self, n_levels: int) -> None:
+        """Refuse per-level shares that do not give one row per geography level."""
+        if self.per_level and len(self.per_level) != n_levels:
+            raise DataValidationError(
+                "strategy.per_level", f"needs one row per geography level ({n_levels}), got {len(self.per_level)}"
+            )
 
 
 def default_strategy(
@@ -171,7 +189,9 @@ def _level_deltas(strategy: Strategy, geo, level: int, neighbours: str, records_
     nodes = int(geo.level_sizes()[level - 1])
     holds_all = not records_may_leave and bool(geo.level[geo.leaves].min() >= level)
     out = {}
-    for q in strategy.queries:
+    for q, share in zip(strategy.queries, strategy.shares_at(level), strict=True):
+        if share == 0:  # not measured at this level (per-level shares)
+            continue
         out[q.name] = require_measurable(
             q.name, level_sensitivity(q.matrix, nodes, neighbours, holds_all=holds_all), level, nodes, neighbours
         )
@@ -223,6 +243,7 @@ def plan_measurement(
     eps = gaussian_budget(epsilon, rho) if gaussian else as_epsilon(epsilon)
     strategy = strategy or default_strategy(data.schema)
     geo = data.geography
+    strategy.check_levels(geo.n_levels)
     level_eps = split_budget(eps, level_unit_shares(level_shares, geo.n_levels))
     if noise not in ("geometric", "laplace", GAUSSIAN):
         raise DataValidationError("noise", f"must be 'geometric', 'laplace' or {GAUSSIAN!r}, got {noise!r}")
@@ -358,35 +379,14 @@ def _noisy_answers(noise: str, answers: sp.spmatrix, scale: Fraction, rng) -> tu
     return truth + laplace(scale, truth.shape, rng), 2 * float(scale) ** 2
 
 
-def level_unit_shares(level_shares, n_levels: int) -> list[Fraction]:
-    """The per-level budget shares (default uniform), exact and summing to 1.
-
-    Parameters
-    ----------
-    level_shares : sequence of Fraction or None
-        One positive share per level, summing to 1; None for equal shares.
-    n_levels : int
-        The geography's number of levels.
-
-    Returns
-    -------
-    list of Fraction
-    """
-    shares = level_shares if level_shares is not None else [Fraction(1, n_levels)] * n_levels
-    if len(shares) != n_levels:
-        raise DataValidationError("level_shares", f"need one share per level ({n_levels}), got {len(shares)}")
-    unit = _unit_shares(shares, "level_shares")
-    if unit is None:
-        raise DataValidationError("level_shares", f"must be positive and sum to 1, got {[str(v) for v in shares]}")
-    return unit
-
-
 def _plan(ledger: PrivacyLedger, strategy: Strategy, geo, level_eps, deltas, noise: str) -> list[tuple]:
     """``(rows, query set, scale)`` of every draw, level by level; each recorded in ``ledger`` first."""
     plan = []
     for level in range(1, geo.n_levels + 1):
         rows = np.arange(*geo.level_slice(level).indices(geo.n_regions))
-        for query, share in zip(strategy.queries, strategy.shares, strict=True):
+        for query, share in zip(strategy.queries, strategy.shares_at(level), strict=True):
+            if share == 0:  # not measured at this level
+                continue
             eps_q = level_eps[level - 1] * share
             delta = deltas[level - 1][query.name]
             scale = ledger.record(query.name, f"level {level} / {query.name}", delta, eps_q, noise, rows.size)

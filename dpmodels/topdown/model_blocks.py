@@ -29,6 +29,7 @@ __all__ = [
     "add_totals",
     "add_edits",
     "add_parent_sum",
+    "add_rows",
     "l2_objective_terms",
     "check_weights",
 ]
@@ -220,6 +221,39 @@ def add_parent_sum(m, problem: NodeProblem, hist) -> None:
         m.cells,
         rule=lambda m, x: relation(pyo.quicksum(hist(t, x) for t in m.children), "==", parent[x], f"parent_sum[{x}]"),
     )
+
+
+def add_rows(m, problem: NodeProblem, hist, failsafe: bool = False) -> None:
+    """``production_row[k, i]``: row i of the block ``problem.rows[k]`` (:mod:`.child_rows`: earlier
+    passes' rounded answers, group totals, occupancy caps); an empty component without rows.  A block
+    marked ``implied`` (the parent sums imply it) enters the failsafe models only.
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+        The model being built (from :func:`base_model`).
+    problem : NodeProblem
+        The node solve's data.
+    hist : callable
+        ``hist(t, x)``: the histogram expression of child t at cell x.
+    failsafe : bool, default False
+        A failsafe model (it relaxes the parent sums, so the implied rows bind).
+    """
+    cells, n = list(m.cells), problem.n
+    rows = {}
+    for k, block in enumerate(problem.rows):
+        block.check_shape(problem.m, n)
+        if block.implied and not failsafe:
+            continue
+        for i, (cols, vals, rhs) in enumerate(block.terms()):
+            rows[k, i] = (block, cols, vals, rhs)
+
+    def rule(m, k, i):
+        block, cols, vals, rhs = rows[k, i]
+        lhs = pyo.quicksum(float(v) * hist(int(c) // n, cells[int(c) % n]) for c, v in zip(cols, vals, strict=True))
+        return relation(lhs, block.op, rhs, f"production_row[{k},{i}] ({block.name!r})")
+
+    m.production_row = pyo.Constraint(list(rows), rule=rule, doc="production rows on the children (child_rows.py)")
 
 
 def l2_objective_terms(m, problem: NodeProblem, hist, weights: str):

@@ -36,6 +36,7 @@ from .model_blocks import (
     add_edits,
     add_flows,
     add_parent_sum,
+    add_rows,
     add_totals,
     base_model,
     cell_keys,
@@ -107,6 +108,7 @@ def build_l2(
 
     add_parent_sum(m, problem, hist)
     add_totals(m, problem, hist)
+    add_rows(m, problem, hist)
     flow_layout = add_flows(m, problem, hist)
     add_edits(m, problem, hist, edits)
     m.objective = pyo.Objective(expr=l2_objective_terms(m, problem, hist, weights), sense=pyo.minimize)
@@ -188,6 +190,7 @@ def build_l1(
 
     add_parent_sum(m, problem, hist)
     add_totals(m, problem, hist)
+    add_rows(m, problem, hist)
     flow_layout = add_flows(m, problem, hist)
     add_edits(m, problem, hist, edits)
     if not relax and hasattr(m, "GQ"):

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from dpmodels.core.errors import DataValidationError
 
+from .child_rows import ChildRows
 from .data import Edit, FlowData
 
 __all__ = ["WeightedQuery", "ChildSpec", "NodeProblem", "split_floor"]
@@ -68,6 +69,9 @@ class NodeProblem:
         The linear edits.
     free_marginal : scipy.sparse matrix, optional
         The marginal the failsafe keeps exact.
+    rows : tuple of ChildRows, optional
+        Production rows on the children (earlier passes' answers, group totals, occupancy caps;
+        :mod:`.child_rows`); hard, kept by the failsafe.
     info : dict, optional
         Free-form metadata for logs.
     """
@@ -80,6 +84,7 @@ class NodeProblem:
     edits: tuple[Edit, ...] = ()
     free_marginal: sp.csr_matrix | None = None
     info: dict = field(default_factory=dict)
+    rows: tuple[ChildRows, ...] = ()
 
     def __post_init__(self):
         if (self.parent is None) == (self.root_total is None):

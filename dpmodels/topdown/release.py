@@ -31,7 +31,9 @@ from dpmodels.core.session import PrivacySession
 
 from .data import BOUNDING_RULES, PublicKnowledge, Schema, TopDownData
 from .driver import TopDownResult, histogram_frame, topdown
+from .interleaved import check_passes
 from .mechanism import Measurements, Strategy, default_strategy, level_unit_shares, measure, plan_measurement
+from .production import STRUCTURAL_ZERO_RULE
 from .solve import NodeOptions
 from .zcdp import GAUSSIAN, gaussian_facts, level_l2_deltas
 
@@ -111,6 +113,8 @@ def release(
     """
     if options is not None and not isinstance(options, NodeOptions):
         raise DataValidationError("options", f"must be a NodeOptions, got {type(options).__name__}")
+    if options is not None and options.passes:  # refused before the draw, like every public choice
+        check_passes(options.passes, (strategy or default_strategy(session._data.schema)).queries)
     with resolve_executor(executor) as pool:  # a bad executor is refused here, before the draw
         measured, public = measure_release(session, epsilon, strategy, level_shares, noise, rho=rho)
         return topdown(
@@ -230,13 +234,17 @@ def release_facts(
         "cells": schema.size,
         "total_level": kn.total_level,
         "strategy": [
-            {"query_set": q.name, "rows": q.rows, "share": str(share)}
+            {"query_set": q.name, "rows": q.rows, "share": "per level" if strategy.per_level else str(share)}
             for q, share in zip(strategy.queries, strategy.shares, strict=True)
         ],
         "level_shares": [str(v) for v in shares],
         "structural_zero_cells": len(kn.structural_zeros),
         "edits": [e.name for e in kn.edits],
     }
+    if strategy.per_level:  # the production's allocation: query-set shares level by level
+        declared["strategy_shares_per_level"] = [[str(v) for v in row] for row in strategy.per_level]
+    if options is not None and options.passes:
+        declared["passes"] = [list(p) for p in options.passes]
     notes = list(_NOTES)
     gaussian = noise == GAUSSIAN
     if gaussian:
@@ -254,7 +262,7 @@ def release_facts(
         neighbours=f"{NEIGHBOURS}: {_L2_NEIGHBOURS_TEXT if gaussian else _NEIGHBOURS_TEXT}",
         declared=declared,
         invariants=_invariants(data),
-        bounding=BOUNDING_RULES,
+        bounding=BOUNDING_RULES + ((STRUCTURAL_ZERO_RULE,) if len(kn.structural_zeros) else ()),
         post_processing=_post_processing(options or NodeOptions()),
         flavor="zCDP" if gaussian else "pure DP",
         notes=tuple(notes),
@@ -312,10 +320,21 @@ def _invariants(data: TopDownData) -> dict:
         out["group-quarters facts"] = (
             "per block, which group-quarters types are present and their facility lower bounds: respected exactly"
         )
+    if kn.gq is not None and kn.gq.upper is not None:
+        out["occupancy caps"] = "per block and group-quarters type, at most the declared persons: respected exactly"
+    for group in kn.child_groups:
+        out[f"total of {' + '.join(group.regions)}"] = "released exactly (a grouped child total)"
     return out
 
 
 def _post_processing(options: NodeOptions) -> str:
+    if options.passes:
+        passes = "; ".join(f"pass {k}: {', '.join(p)}" for k, p in enumerate(options.passes, start=1))
+        return (
+            f"top down, level by level from the root, in interleaved passes ({passes}): each pass estimates the "
+            "children from that pass's noisy answers by weighted least squares, then rounds them, holding the rounded "
+            "answers of the earlier passes exactly; when" + _post_processing(NodeOptions()).split("; when", 1)[1]
+        )
     return (
         "top down, level by level from the root: each parent's children are estimated by weighted least squares "
         f"(L2, {options.l2}) from their noisy answers, then rounded to non-negative integers summing to the parent "

@@ -24,6 +24,7 @@ from pyomo.contrib.solver.common.results import TerminationCondition
 from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.core.facade import solve
 
+from .child_rows import rows_hold
 from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel
 from .failsafe_models import build_failsafe_l1, build_failsafe_l2
 from .flow import solve_flow_rounding  # the plugins' algorithms, on plain data
@@ -58,6 +59,9 @@ class NodeOptions:
         Seconds per solve (default 600).
     path : {"compiled", "pyomo"}, default "compiled"
         Matrices straight to the solver, or through the Pyomo models.
+    passes : tuple of tuple of str, optional
+        The interleaved pass sequence of the 2020 production (:mod:`.interleaved`), coarse query sets
+        first; the driver runs it, :func:`solve_node` solves one pass.  Empty: the 2019 single solve.
     """
 
     l2: str = "auto"  # "auto" (tree when possible, else clarabel), "clarabel", "highs", "topdown_tree_l2"
@@ -67,6 +71,7 @@ class NodeOptions:
     edits: bool = True
     time_limit: float | None = 600.0  # per solve; HiGHS's QP method can cycle on degenerate problems
     path: str = "compiled"  # "compiled": matrices straight to clarabel/highs; "pyomo": through the models
+    passes: tuple[tuple[str, ...], ...] = ()  # interleaved passes (interleaved.py); () = the 2019 solve
 
     def __post_init__(self):
         if self.path not in ("compiled", "pyomo"):
@@ -138,7 +143,7 @@ def _tree_ok(problem: NodeProblem, edits: bool) -> bool:
         and c.flows is None
         and (c.total is None or problem.parent is None)
         for c in problem.children
-    ) and not (edits and problem.edits)
+    ) and not (edits and problem.edits or problem.rows)
 
 
 # ---------------------------------------------------------------------- L1
@@ -167,7 +172,7 @@ def _round(problem, hstar, opts, edits):
     low, _ = split_floor(np.asarray(hstar, dtype=np.float64))
     if problem.parent is not None and (low.sum(axis=0) == problem.parent).all():
         return low, "already integral", "trivial", None  # every cell's floors already meet its parent
-    if opts.l1 == "topdown_flow" and not (edits and problem.edits):  # the plugin's algorithm on plain data
+    if opts.l1 == "topdown_flow" and not (edits and problem.edits or problem.rows):  # the plugin's algorithm
         values, _ = solve_flow_rounding(replace(problem, edits=()), hstar, opts.objective)
         return values.astype(np.int64), "flow", OK.name, None
     if opts.path == "compiled":
@@ -350,6 +355,7 @@ def verify_children(
             marg = problem.free_marginal[:, problem.cells]
             if np.abs(marg @ v.sum(axis=0) - marg @ problem.parent).max(initial=0) > tol:
                 issues.append("failsafe marginal")
+    issues += [f"rows {name}" for name in rows_hold(problem, v, tol)]
     for t, child in enumerate(problem.children):
         if child.total is not None and abs(v[t].sum() - child.total) > tol:
             issues.append(f"child {t} total")

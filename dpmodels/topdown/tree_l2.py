@@ -63,6 +63,8 @@ def check_tree_l2(problem, edits: bool = True) -> None:
             raise ModelStructureError("topdown_tree_l2 does not handle invariant child totals; use clarabel")
     if problem.edits and edits:
         raise ModelStructureError("topdown_tree_l2 does not handle edit constraints; use clarabel")
+    if getattr(problem, "rows", ()):
+        raise ModelStructureError("topdown_tree_l2 does not handle production rows (child_rows.py); use clarabel")
 
 
 def solve_tree_l2(problem, weights: str = "inverse_variance", edits: bool = True) -> np.ndarray:

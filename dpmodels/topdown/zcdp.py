@@ -181,7 +181,9 @@ def level_l2_deltas(strategy, geo, level: int, neighbours: str, records_may_leav
     holds_all = not records_may_leave and bool(geo.level[geo.leaves].min() >= level)
     check_neighbours(neighbours)
     out = {}
-    for q in strategy.queries:
+    for q, share in zip(strategy.queries, strategy.shares_at(level), strict=True):
+        if share == 0:  # not measured at this level (per-level shares)
+            continue
         try:
             _integer_columns(q.matrix)
         except DataValidationError as err:  # name the query set
@@ -210,7 +212,9 @@ def plan_gaussian(ledger: PrivacyLedger, strategy, geo, level_rhos, deltas) -> l
     plan = []
     for level in range(1, geo.n_levels + 1):
         rows = np.arange(*geo.level_slice(level).indices(geo.n_regions))
-        for query, share in zip(strategy.queries, strategy.shares, strict=True):
+        for query, share in zip(strategy.queries, strategy.shares_at(level), strict=True):
+            if share == 0:  # not measured at this level
+                continue
             rho_q = level_rhos[level - 1] * share
             delta = deltas[level - 1][query.name]
             group = f"level {level} / {query.name}"

@@ -1,0 +1,93 @@
+"""What ``dpmodels release topdown`` does with the production options (issue 25): ``--passes``,
+``--budget-preset`` (the options are declared in :mod:`.commands`; ``--structural-zeros`` goes to the
+loader), and the manifest's list of the nodes that used the failsafe.
+
+Imported when the command runs; it imports the algorithms lazily.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dpmodels.core.errors import DataValidationError
+
+__all__ = [
+    "parse_passes",
+    "production_release",
+    "production_facts",
+    "production_details",
+]
+
+
+def parse_passes(text: str | None) -> tuple[tuple[str, ...], ...]:
+    """``"total; rest"`` -> ``(("total",), ("rest",))``: passes split by ``;``, query sets by ``,``.
+
+    Parameters
+    ----------
+    text : str or None
+        The ``--passes`` value (None: no passes).
+    """
+    if text is None:
+        return ()
+    passes = tuple(tuple(q.strip() for q in p.split(",") if q.strip()) for p in text.split(";"))
+    if not passes or any(not p for p in passes):
+        raise DataValidationError("--passes", f"expected query sets separated by ',' and passes by ';', got {text!r}")
+    return passes
+
+
+def production_release(args, data) -> dict:
+    """The keyword arguments of :func:`~dpmodels.topdown.release.release` and ``release_facts`` that the
+    production options set: ``strategy``, ``level_shares`` (a preset) and ``options`` (passes).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command.
+    data : TopDownData
+        The loaded data (its declared schema and geography only).
+    """
+    out = {}
+    if args.budget_preset is not None:
+        from .budget_presets import budget_preset
+
+        preset = budget_preset(args.budget_preset, data.schema, data.geography.n_levels)
+        out.update(strategy=preset.strategy, level_shares=preset.level_shares)
+    passes = parse_passes(args.passes)
+    if passes:
+        from .solve import NodeOptions
+
+        out["options"] = NodeOptions(passes=passes)
+    return out
+
+
+def production_facts(facts, args, data):
+    """The manifest's facts with the budget preset stated (its levels and exact geolevel shares).
+
+    Parameters
+    ----------
+    facts : ReleaseFacts
+        The release's facts.
+    args : argparse.Namespace
+        The parsed command.
+    data : TopDownData
+        The loaded data.
+    """
+    if args.budget_preset is None:
+        return facts
+    from .budget_presets import budget_preset
+
+    preset = budget_preset(args.budget_preset, data.schema, data.geography.n_levels)
+    return replace(facts, declared={**facts.declared, **preset.facts()})
+
+
+def production_details(result) -> dict:
+    """The manifest's details of the failsafe: every parent whose solve used it, by name.
+
+    Parameters
+    ----------
+    result : TopDownResult
+        The release.
+    """
+    from .production import failsafe_nodes
+
+    return {"failsafe nodes": failsafe_nodes(result.log)}
