@@ -152,7 +152,8 @@ def test_bench_topdown_small(tmp_path):
     out = run("bench", "topdown", "--sizes", "4x64", "--preset", "tiny", "--races", "7", "--json", str(report)).stdout
     assert "same optimum: True" in out and "2-process speed-up" in out
     data = json.loads(report.read_text())
-    assert all(r["same release as serial"] for r in data["state"]["runs"])
+    assert all(r["same release as first run"] for r in data["state"]["runs"])
+    assert [r["assembly"] for r in data["state"]["runs"]] == ["previous", "batched", "batched"]
     assert all(sum(r["checks"].values()) == 0 for r in data["state"]["runs"])
 
 

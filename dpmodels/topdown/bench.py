@@ -23,12 +23,19 @@ import scipy.sparse as sp
 from dpmodels.core.facade import solve
 from dpmodels.core.noise import make_rng
 
+from .bench_scale import extrapolation_line, largest_line, largest_state_runs
 from .compiled import l1_system, solve_l1_highs
 from .data import FlowData
 from .models import build_l1, build_l2, histogram_values
 from .node_data import ChildSpec, NodeProblem, WeightedQuery
 
-__all__ = ["random_node_problem", "rounding_sweep", "l2_sweep", "state_end_to_end", "run_bench"]
+__all__ = [
+    "random_node_problem",
+    "rounding_sweep",
+    "l2_sweep",
+    "state_end_to_end",
+    "run_bench",
+]
 
 POPULATION_1940 = 132_164_569
 E2E_HOURS = (5, 6)
@@ -155,10 +162,25 @@ def l2_sweep(sizes, time_limit: float = 60.0, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _persons_rate(seconds: float, persons: int) -> float:
+    """Seconds per million persons."""
+    return seconds * 1e6 / max(persons, 1)
+
+
 def state_end_to_end(
-    preset: str = "state", races: int = 63, epsilon: float = 4.0, executors=(None, 2), seed: int = 0
+    preset: str = "state",
+    races: int = 63,
+    epsilon: float = 4.0,
+    executors=(None, 2),
+    seed: int = 0,
+    compare_previous: bool = True,
 ) -> dict:
-    """A whole synthetic state: serial and pooled runs, time per level, and the extrapolation."""
+    """A whole synthetic state: serial and pooled runs, time per level, and the extrapolation.
+
+    With ``compare_previous`` the first run is the previous (child-by-child) assembly, serially
+    (``NodeOptions(assembly="previous")``, :mod:`.previous`), timed in the same run as the batched one;
+    every run's release is compared with the first's.
+    """
     import dpmodels.instances as instances
 
     from .driver import topdown
@@ -178,26 +200,34 @@ def state_end_to_end(
     }
     out["name"] = data.name
     log.info("%s", _state_lines(out)[0])
+    plan = [("previous", None)] if compare_previous else []
+    plan += [("batched", executor) for executor in executors]
     reference = None
-    for executor in executors:
+    for assembly, executor in plan:
         with _Clock() as clock:
-            result = topdown(meas, data.knowledge, data.schema, data.geography, NodeOptions(), executor=executor)
+            options = NodeOptions(assembly=assembly)
+            result = topdown(meas, data.knowledge, data.schema, data.geography, options, executor=executor)
         total = clock.seconds
         same = reference is None or (result.node_counts != reference.node_counts).nnz == 0
         if reference is None:
             reference = result
         run = {
+            "assembly": assembly,
             "executor": str(executor or "serial"),
             "seconds": total,
+            "s per million persons": _persons_rate(total, data.population),
             "level seconds": result.level_seconds,
             "checks": result.checks,
-            "same release as serial": same,
+            "same release as first run": same,
             "methods": result.log[result.log.stage == "L1"].method.value_counts().to_dict(),
         }
         out["runs"].append(run)
         log.info("%s", _run_line(run))
-    serial, pooled = out["runs"][0]["seconds"], out["runs"][-1]["seconds"]
+    batched = [r for r in out["runs"] if r["assembly"] == "batched"]
+    serial, pooled = batched[0]["seconds"], batched[-1]["seconds"]
     out["speed-up"] = serial / pooled
+    if compare_previous:
+        out["batched / previous serial speed-up"] = out["runs"][0]["seconds"] / serial
     hours = [r["seconds"] * POPULATION_1940 / data.population / 3600 for r in out["runs"]]
     out["extrapolated hours for 1940"] = hours
     return out
@@ -223,9 +253,10 @@ def _l2_line(row: dict) -> str:
 
 def _run_line(run: dict) -> str:
     return (
-        f"  executor={run['executor']:7s} total {run['seconds']:8.1f}s  per level: "
+        f"  {run['assembly']:8s} executor={run['executor']:7s} total {run['seconds']:8.1f}s "
+        f"({run['s per million persons']:6.1f} s per million persons)  per level: "
         + ", ".join(f"{k}: {v:.1f}s" for k, v in run["level seconds"].items())
-        + f"  violations: {sum(run['checks'].values())}  same as serial: {run['same release as serial']}"
+        + f"  violations: {sum(run['checks'].values())}  same release: {run['same release as first run']}"
     )
 
 
@@ -235,17 +266,30 @@ def _state_lines(out: dict) -> list[str]:
     lines += [_run_line(run) for run in out["runs"]]
     if "speed-up" in out:
         hours = out["extrapolated hours for 1940"]
+        if "batched / previous serial speed-up" in out:
+            lines.append(f"  batched vs previous assembly, serial: {out['batched / previous serial speed-up']:.2f}x")
         lines.append(f"  2-process speed-up: {out['speed-up']:.2f}x")
         lines.append(
             f"  linear extrapolation to the 1940 census ({POPULATION_1940:,} persons): "
-            + ", ".join(f"{r['executor']} {h:.1f} h" for r, h in zip(out["runs"], hours, strict=True))
+            + ", ".join(f"{r['assembly']} {r['executor']} {h:.1f} h" for r, h in zip(out["runs"], hours, strict=True))
             + f"  (2018 E2E: {E2E_HOURS[0]}-{E2E_HOURS[1]} h on 4 vCPUs with Gurobi)"
         )
     return lines
 
 
-def run_bench(rounding_sizes, l2_sizes, state_preset: str | None, races: int, time_limit: float):
-    """Run (a), (b) and (c): what to print, one row per measurement, and the JSON document.
+def run_bench(
+    rounding_sizes,
+    l2_sizes,
+    state_preset: str | None,
+    races: int,
+    time_limit: float,
+    compare_previous: bool = True,
+    largest_state=(),
+):
+    """Run (a), (b), (c) and (d): what to print, one row per measurement, and the JSON document.
+
+    (c) times the previous (child-by-child) assembly beside the batched one when ``compare_previous``;
+    (d) runs the largest state's shape with each number of its counties in ``largest_state``.
 
     Returns
     -------
@@ -274,9 +318,18 @@ def run_bench(rounding_sizes, l2_sizes, state_preset: str | None, races: int, ti
     if state_preset:
         shown.append(f"(c) synthetic state end to end (preset {state_preset!r}, {races} races), serial vs 2 processes")
         log.info("%s", shown[-1])
-        document["state"] = state_end_to_end(state_preset, races)
+        document["state"] = state_end_to_end(state_preset, races, compare_previous=compare_previous)
         shown += _state_lines(document["state"])
         runs = [{k: v for k, v in r.items() if not isinstance(v, dict)} for r in document["state"]["runs"]]
         frames.append(pd.DataFrame(runs).assign(part="state"))
+    if largest_state:
+        shown.append("(d) the largest state's shape (58 counties, ~39 M persons) with some of its counties, serial")
+        log.info("%s", shown[-1])
+        document["largest state"], extra = largest_state_runs(largest_state, races)
+        document["largest state, whole state extrapolated"] = extra
+        shown += [largest_line(row) for row in document["largest state"]] + [extrapolation_line(extra)]
+        log.info("%s", shown[-1])
+        rows = [{k: v for k, v in r.items() if not isinstance(v, dict)} for r in document["largest state"]]
+        frames.append(pd.DataFrame(rows).assign(part="largest state"))
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return Result(table, ["\n".join(shown)], document=document)

@@ -3,7 +3,7 @@
 The largest state has about 58 counties, 8,000 tracts, 25,000 block groups, 700,000 blocks and 39
 million persons.  :func:`largest_state_runs` runs that shape, with a number of its counties, serially
 end to end (generation, measurement, post-processing), each run in a fresh process so that its peak
-resident memory is its own, and extrapolates time linearly in the counties to the whole state.
+resident memory is its own, and extrapolates time and memory linearly in the counties to the whole state.
 """
 
 from __future__ import annotations
@@ -11,12 +11,15 @@ from __future__ import annotations
 import logging
 import time
 
+import numpy as np
+
 __all__ = [
     "LARGEST_STATE_FANOUT",
     "LARGEST_STATE_SCALE",
     "largest_state_counties",
     "largest_state_runs",
     "largest_line",
+    "extrapolation_line",
 ]
 
 log = logging.getLogger(__name__)
@@ -81,9 +84,17 @@ def largest_state_counties(
 
 def largest_state_runs(
     counties, races: int = 63, epsilon: float = 4.0, fanout: tuple = LARGEST_STATE_FANOUT
-) -> list[dict]:
-    """:func:`largest_state_counties` for each number of counties, each in a fresh process (so that its peak memory
-    is its own), with a linear extrapolation of time and memory to the whole state."""
+) -> tuple[list[dict], dict]:
+    """:func:`largest_state_counties` for each number of counties, each in a fresh process (so that its peak
+    memory is its own), and the whole state's time and peak memory extrapolated from them.
+
+    Returns
+    -------
+    tuple
+        The rows, and the extrapolation: a least-squares line in the number of counties through the runs'
+        end-to-end seconds and peak memory, read at the state's 58 counties (with one run: its time scaled
+        by the counties; its memory is not extrapolated, since part of it does not grow with the counties).
+    """
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -91,19 +102,44 @@ def largest_state_runs(
     for count in counties:
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
             row = pool.submit(largest_state_counties, count, races, epsilon, 0, fanout).result()
-        scale = fanout[1] / row["counties"]
-        row["whole state, extrapolated h"] = (row["generate s"] + row["measure s"] + row["topdown s"]) * scale / 3600
-        row["whole state, extrapolated GB"] = row["peak memory GB"] * scale  # per-node arrays: linear in nodes
+        row["end to end s"] = row["generate s"] + row["measure s"] + row["topdown s"]
         rows.append(row)
         log.info("%s", largest_line(row))
-    return rows
+    return rows, _extrapolate(rows, fanout[1])
+
+
+def _extrapolate(rows: list[dict], counties: int) -> dict:
+    """The whole state's end-to-end hours and peak GB from the runs (see :func:`largest_state_runs`)."""
+    x = np.array([r["counties"] for r in rows], dtype=np.float64)
+    out = {"counties": counties, "from runs with counties": [int(c) for c in x]}
+    for key, name, unit in (("end to end s", "end to end h", 3600.0), ("peak memory GB", "peak memory GB", 1.0)):
+        y = np.array([r[key] for r in rows], dtype=np.float64)
+        if len(set(x)) >= 2:
+            slope, intercept = np.polyfit(x, y, 1)
+            out[name] = float(intercept + slope * counties) / unit
+        elif key == "end to end s":
+            out[name] = float(y.mean() * counties / x.mean()) / unit
+        else:
+            out[name] = None
+    return out
 
 
 def largest_line(row: dict) -> str:
+    """One run as printed."""
     return (
         f"  largest-state shape, {row['counties']} of 58 counties: {row['blocks']:,} blocks, {row['persons']:,} "
         f"persons  generate {row['generate s']:.1f}s  measure {row['measure s']:.1f}s  topdown {row['topdown s']:.1f}s "
         f"({row['s per million persons']:.1f} s per million persons)  peak memory {row['peak memory GB']:.2f} GB  "
-        f"violations: {row['violations']}  whole state extrapolated: {row['whole state, extrapolated h']:.1f} h, "
-        f"{row['whole state, extrapolated GB']:.0f} GB"
+        f"violations: {row['violations']}"
+    )
+
+
+def extrapolation_line(extra: dict) -> str:
+    """The whole state's extrapolation as printed."""
+    memory = extra["peak memory GB"]
+    return (
+        f"  whole state ({extra['counties']} counties), linear in the counties "
+        f"from {extra['from runs with counties']}: "
+        f"{extra['end to end h']:.1f} h end to end, peak memory "
+        + ("not extrapolated (one size)" if memory is None else f"{memory:.1f} GB")
     )

@@ -46,37 +46,69 @@ class LinearSystem:
 
 
 class _Rows:
-    """Accumulates sparse rows as (columns, values, rhs)."""
+    """Accumulates sparse rows in blocks: ``block`` adds many rows at once (row lengths, their columns
+    and values concatenated, one right-hand side each), ``add`` one row."""
 
     def __init__(self):
-        self.cols, self.vals, self.rhs = [], [], []
+        self.lengths, self.cols, self.vals, self.rhs = [], [], [], []
+
+    def block(self, lengths, cols, vals, rhs) -> None:
+        self.lengths.append(np.asarray(lengths, dtype=np.int64))
+        self.cols.append(np.asarray(cols, dtype=np.int64))
+        self.vals.append(np.asarray(vals, dtype=np.float64))
+        self.rhs.append(np.asarray(rhs, dtype=np.float64))
 
     def add(self, cols, vals, rhs: float) -> None:
-        self.cols.append(np.asarray(cols, dtype=np.int64))
-        self.vals.append(np.broadcast_to(np.asarray(vals, dtype=np.float64), (len(self.cols[-1]),)))
-        self.rhs.append(float(rhs))
+        cols = np.asarray(cols, dtype=np.int64)
+        vals = np.asarray(vals, dtype=np.float64)
+        self.block([len(cols)], cols, vals if vals.ndim else np.full(len(cols), vals), [float(rhs)])
 
     def matrix(self, n: int) -> tuple[sp.csr_matrix, np.ndarray]:
         if not self.cols:
             return sp.csr_matrix((0, n)), np.zeros(0)
-        indptr = np.concatenate([[0], np.cumsum([len(c) for c in self.cols])])
-        a = sp.csr_matrix((np.concatenate(self.vals), np.concatenate(self.cols), indptr), shape=(len(self.cols), n))
-        return a, np.array(self.rhs)
+        lengths = np.concatenate(self.lengths)
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        a = sp.csr_matrix((np.concatenate(self.vals), np.concatenate(self.cols), indptr), shape=(len(lengths), n))
+        return a, np.concatenate(self.rhs)
+
+
+def _type_rows(flows, col_t: np.ndarray, base_t: np.ndarray, types, first_arc: int, eq: _Rows) -> None:
+    """One child's flow rows: per type, its cells minus its out-arcs (= minus the floors' type mass);
+    per combination with a fixed population, its in-arcs (= the population).  ``types`` is
+    ``(type of every cell, the cells grouped by type in cell order)``."""
+    n_types = flows.n_types
+    types, by_type = types
+    arc_combo, arc_type = np.nonzero(flows.combos)  # arc k = (type arc_type[k], combination arc_combo[k])
+    arcs_by_type = np.lexsort((arc_combo, arc_type))  # out-arcs grouped by type, in combination order
+    cols = np.concatenate([col_t[by_type], first_arc + arcs_by_type])
+    vals = np.concatenate([np.ones(len(by_type)), -np.ones(len(arcs_by_type))])
+    key = np.concatenate([2 * types[by_type], 2 * arc_type[arcs_by_type] + 1])
+    order = np.argsort(key, kind="stable")  # per type: its cells, then its out-arcs
+    lengths = np.bincount(types, minlength=n_types) + np.bincount(arc_type, minlength=n_types)
+    mass = np.bincount(types, weights=base_t, minlength=n_types)  # the floors' mass (integers: exact)
+    eq.block(lengths, cols[order], vals[order], -mass)
+    fixed = np.flatnonzero(flows.population >= 0)
+    if len(fixed):
+        ins = np.bincount(arc_combo, minlength=len(flows.combos))[fixed]
+        keep = np.isin(arc_combo, fixed)
+        eq.block(ins, first_arc + np.flatnonzero(keep), np.ones(int(keep.sum())), flows.population[fixed])
 
 
 def _structure(problem: NodeProblem, base: np.ndarray, edits: bool, eq: _Rows, ub: _Rows):
     """Rows shared by L2 and L1 on histogram ``base + x`` (``base`` = 0 for L2, floors for L1).
 
-    Returns the flow arcs' lower bounds (one per flow variable, after the histogram block).
+    Returns the flow arcs' lower bounds (one per flow variable, after the histogram block).  The rows
+    come in blocks of numpy arrays (the order and values of the row-by-row assembly of
+    :mod:`.previous`, tested equal).
     """
     m, n = problem.m, problem.n
     col = np.arange(m * n).reshape(m, n)
     if problem.parent is None:
         eq.add(col[0], 1.0, problem.root_total - base.sum())
     else:
-        for j in range(n):
-            eq.add(col[:, j], 1.0, problem.parent[j] - base[:, j].sum())
+        eq.block(np.full(n, m), col.T.ravel(), np.ones(m * n), problem.parent - base.sum(axis=0))
     types = problem.types() if problem.cell_type is not None else None
+    grouped = None if types is None else (types, np.argsort(types, kind="stable"))  # cells grouped by type
     flow_lower = []
     next_col = m * n
     for t, child in enumerate(problem.children):
@@ -85,36 +117,35 @@ def _structure(problem: NodeProblem, base: np.ndarray, edits: bool, eq: _Rows, u
                 eq.add(col[t], 1.0, child.total - base[t].sum())
         if child.flows is None:
             continue
-        arcs = child.flows.arcs()
-        arc_col = {a: next_col + k for k, a in enumerate(arcs)}
-        next_col += len(arcs)
-        flow_lower += [float(child.flows.lower[c, g]) for g, c in arcs]
-        for g in range(child.flows.n_types):
-            cells = np.flatnonzero(types == g)
-            outs = [arc_col[(g, c)] for c in range(len(child.flows.combos)) if (g, c) in arc_col]
-            eq.add(
-                np.concatenate([col[t, cells], outs]),
-                np.concatenate([np.ones(len(cells)), -np.ones(len(outs))]),
-                -base[t, cells].sum(),
-            )
-        for c in range(len(child.flows.combos)):
-            if child.flows.population[c] >= 0:
-                ins = [arc_col[(g, c)] for g in range(child.flows.n_types) if (g, c) in arc_col]
-                eq.add(ins, 1.0, float(child.flows.population[c]))
+        arc_combo, arc_type = np.nonzero(child.flows.combos)
+        _type_rows(child.flows, col[t], base[t], grouped, next_col, eq)
+        next_col += len(arc_combo)
+        flow_lower.append(child.flows.lower[arc_combo, arc_type].astype(np.float64))
     for e in problem.edits if edits else ():
         coef = e.coef[problem.cells]
         nz = np.flatnonzero(coef)
-        for t in range(m):
-            shift = float(coef[nz] @ base[t, nz])
-            if e.op == "<=":
-                ub.add(col[t, nz], coef[nz], -shift)
-            elif e.op == ">=":
-                ub.add(col[t, nz], -coef[nz], shift)
-            else:
-                eq.add(col[t, nz], coef[nz], -shift)
+        shift = np.array([float(coef[nz] @ base[t, nz]) for t in range(m)])
+        sign, rows, rhs = {"<=": (1.0, ub, -shift), ">=": (-1.0, ub, shift), "==": (1.0, eq, -shift)}[e.op]
+        rows.block(np.full(m, len(nz)), col[:, nz].ravel(), np.tile(sign * coef[nz], m), rhs)
     for op, cols, vals, rhs in linear_rows(problem, base):  # production rows (child_rows.py)
         (eq if op == "==" else ub).add(cols, vals, rhs)
-    return np.array(flow_lower)
+    return np.concatenate(flow_lower) if flow_lower else np.array([])
+
+
+def _residual_rows(mat: sp.csr_matrix, offset: int, first: int, values: np.ndarray, eq: _Rows, cache: dict) -> None:
+    """Rows ``r_k - (Q h_t)_k = -m_k``: one residual variable (columns ``first``, ``first + 1``, ...)
+    before each row's histogram columns (``offset`` + the query's columns).  The layout of a matrix
+    is kept in ``cache`` (children share their sliced query matrices)."""
+    if id(mat) not in cache:
+        starts = mat.indptr[:-1]
+        cols = np.insert(mat.indices.astype(np.int64), starts, 0)
+        vals = np.insert(-mat.data.astype(np.float64), starts, 1.0)
+        is_r = np.insert(np.zeros(mat.nnz, dtype=bool), starts, True)
+        cache[id(mat)] = (mat, cols, vals, is_r, np.diff(mat.indptr) + 1)
+    _, template, vals, is_r, lengths = cache[id(mat)]
+    cols = template + offset
+    cols[is_r] = first + np.arange(mat.shape[0])
+    eq.block(lengths, cols, vals, -np.asarray(values, dtype=np.float64))
 
 
 def l2_system(problem: NodeProblem, weights: str = "inverse_variance", edits: bool = True) -> LinearSystem:
@@ -123,7 +154,10 @@ def l2_system(problem: NodeProblem, weights: str = "inverse_variance", edits: bo
     Identity queries enter the diagonal directly; every other query row gets a residual
     variable ``r = Q h - m`` (spec 3.0), which keeps the Hessian diagonal: forming ``Q'Q``
     instead makes dense blocks (a marginal summing 252 cells gives a 252 x 252 block per
-    child) that slowed Clarabel's factorisation tenfold.
+    child) that slowed Clarabel's factorisation tenfold.  The rows are assembled in numpy
+    blocks, the same matrix as the row-by-row :func:`dpmodels.topdown.previous.previous_l2_system`
+    (tested bit for bit): a different but equivalent QP moves Clarabel's answer within its
+    tolerance (about 1e-3 per cell at the block level) and with it some roundings.
     """
     m, n = problem.m, problem.n
     eq, ub = _Rows(), _Rows()
@@ -140,16 +174,10 @@ def l2_system(problem: NodeProblem, weights: str = "inverse_variance", edits: bo
             else:
                 resid.append((t, q.matrix.tocsr(), q.values, w))
     first = m * n + len(flow_lower)
-    r_diag, r_col = [], first
+    r_diag, r_col, layouts = [], first, {}
     for t, mat, values, w in resid:
-        for k in range(mat.shape[0]):
-            cols = t * n + mat.indices[mat.indptr[k] : mat.indptr[k + 1]]
-            eq.add(
-                np.concatenate([[r_col], cols]),
-                np.concatenate([[1.0], -mat.data[mat.indptr[k] : mat.indptr[k + 1]]]),
-                -float(values[k]),
-            )
-            r_col += 1
+        _residual_rows(mat, t * n, r_col, values, eq, layouts)
+        r_col += mat.shape[0]
         r_diag.append(np.full(mat.shape[0], 2 * w))
     total = r_col
     diag = np.concatenate([hist_diag, np.zeros(len(flow_lower))] + r_diag)

@@ -24,13 +24,17 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.executors import map_tasks, resolve_executor
 from dpmodels.core.hierarchy import Hierarchy
 
+from .child_checks import leaves_breaking_gq
 from .data import PublicKnowledge, Schema, TopDownData, microdata
 from .interleaved import check_passes, solve_passes
 from .mechanism import Measurements, Strategy, measure
 from .node_data import ChildSpec, NodeProblem, WeightedQuery
 from .production import production_checks, production_rows
 from .queries import is_identity, kron_query
+from .released import ReleasedLevels
 from .solve import NodeOptions, NodeSolution
+from .specs import LevelSpecs
+from .wire import ship, unship
 
 __all__ = ["TopDownResult", "histogram_frame", "topdown", "run_topdown", "free_marginal", "node_problem"]
 
@@ -139,23 +143,18 @@ def _identity_flags(measurements: Measurements, n_cells: int) -> dict[str, bool]
     return out
 
 
-def _child_spec(
-    node: int,
-    active: np.ndarray,
-    measurements: Measurements,
-    identity: dict,
-    mats: dict,
-    geography: Hierarchy,
-    knowledge: PublicKnowledge,
-) -> ChildSpec:
-    queries = []
-    for meas in measurements.by_node[node]:
-        sub = mats[meas.query][:, active]
-        rows = np.flatnonzero(np.diff(sub.indptr) > 0)
-        queries.append(
-            WeightedQuery(meas.query, sub[rows], meas.values[rows], 1.0 / meas.variance, identity[meas.query])
-        )
-    return ChildSpec(node, queries, knowledge.invariant_total(geography, node), knowledge.flow_data(geography, node))
+def _spec_builder(options, measurements, knowledge, geography, mats, identity, level: int):
+    """``build(kids, cells)``: the children's specs of one parent at ``level`` (the children's level), built
+    for all children at once (:class:`~dpmodels.topdown.specs.LevelSpecs`), or child by child as before
+    issue 25 with ``options.assembly == "previous"`` (:mod:`.previous`)."""
+    if options.assembly == "previous":
+        from .previous import previous_child_spec
+
+        def build(kids, cells):
+            return [previous_child_spec(c, cells, measurements, identity, mats, geography, knowledge) for c in kids]
+
+        return build
+    return LevelSpecs(measurements, knowledge, geography, mats, identity, level).specs
 
 
 def topdown(
@@ -205,20 +204,21 @@ def topdown(
         "edits": knowledge.edits,
         "free_marginal": marg,
     }
-    released = np.zeros((geography.n_regions, schema.size), dtype=np.int64)  # filled level by level
+    released = ReleasedLevels(geography, schema.size)  # filled level by level, kept sparse
     logs: list[dict] = []
     seconds: dict[int, float] = {}
     tick = time.perf_counter()
     active = np.flatnonzero(~zeros)
     root = NodeProblem(
         active,
-        [_child_spec(0, active, measurements, identity, mats, geography, knowledge)],
+        _spec_builder(options, measurements, knowledge, geography, mats, identity, 1)([0], active),
         root_total=knowledge.root_total,
         rows=extra.for_solve([0], active) if extra else (),
         **common,
     )
     sol = solve_passes(root, options)
-    released[0, active] = sol.values[0]
+    released.put([0], active, sol.values[:1])
+    released.finish(1)
     logs += _log_rows(sol, geography, 0, len(active), produced=1)
     seconds[1] = time.perf_counter() - tick
     with resolve_executor(executor) as pool:  # one pool for every level
@@ -226,33 +226,39 @@ def topdown(
             tick = time.perf_counter()
             parents = np.arange(*geography.level_slice(level).indices(geography.n_regions))
             tasks, solved_by = [], []
+            build = _spec_builder(options, measurements, knowledge, geography, mats, identity, level + 1)
             for p in parents:
                 kids = geography.children(p)
-                cells = np.flatnonzero(released[p] > 0)
+                parent = released.row(p)
+                cells = np.flatnonzero(parent > 0)
                 if len(kids) == 1:  # the single child has the same leaves: it is its parent
-                    released[kids[0]] = released[p]
+                    released.put(kids, cells, parent[cells][None, :])
                     logs.append(_shortcut_row(geography, p, 1, "one child"))
                     continue
                 if len(cells) == 0:
                     logs.append(_shortcut_row(geography, p, len(kids), "zero parent"))
                     continue
-                specs = [_child_spec(c, cells, measurements, identity, mats, geography, knowledge) for c in kids]
+                specs = build(kids, cells)
                 rows = extra.for_solve(kids, cells) if extra else ()
-                tasks.append((NodeProblem(cells, specs, parent=released[p, cells], rows=rows, **common), options))
+                tasks.append(ship(NodeProblem(cells, specs, parent=parent[cells], rows=rows, **common)))
                 solved_by.append((p, kids, cells))
-            results = map_tasks(_solve_task, tasks, executor=pool, progress=progress, desc=f"level {level + 1}")
+            shared = (common, options)  # public, the same for every task: sent once per Dask worker (wire.py)
+            desc = f"level {level + 1}"
+            results = map_tasks(_solve_task, tasks, executor=pool, shared=shared, progress=progress, desc=desc)
             for (p, kids, cells), sol in zip(solved_by, results, strict=True):
-                released[np.ix_(kids, cells)] = sol.values
+                released.put(kids, cells, sol.values)
                 logs += _log_rows(sol, geography, p, len(cells), produced=level + 1)
+            released.finish(level + 1)
             seconds[level + 1] = time.perf_counter() - tick
-    result = TopDownResult(geography, sp.csr_matrix(released), pd.DataFrame(logs), seconds)
+    result = TopDownResult(geography, released.matrix(), pd.DataFrame(logs), seconds)
     result.checks = check_release(result, knowledge, options.edits)
     return result
 
 
-def _solve_task(task) -> NodeSolution:
-    problem, options = task
-    return solve_passes(problem, options)
+def _solve_task(problem: NodeProblem, shared: tuple) -> NodeSolution:
+    """One parent's solve: its own data shipped in ``problem``, the run's public context and options in ``shared``."""
+    common, options = shared
+    return solve_passes(unship(problem, common), options)
 
 
 def _log_rows(sol: NodeSolution, geography: Hierarchy, node: int, cells: int, produced: int) -> list[dict]:
@@ -282,27 +288,38 @@ def _shortcut_row(geography: Hierarchy, node: int, children: int, method: str) -
 
 
 def check_release(result: TopDownResult, knowledge: PublicKnowledge, edits: bool) -> dict:
-    """Count violations of every public constraint on the released histograms."""
+    """Count violations of every public constraint on the released histograms (read sparse: the
+    release of a large state does not fit in memory as a dense regions x cells array)."""
     geo = result.geography
-    counts = result.node_counts.toarray()
+    counts = sp.csr_array(result.node_counts, dtype=np.int64)
     invariant = knowledge.invariant_totals  # the first regions, in hierarchy order
+    totals = np.asarray(counts.sum(axis=1)).ravel()
     out = {
-        "negative cells": int((counts < 0).sum()),
-        "invariant totals off": int((counts[: len(invariant)].sum(axis=1) != invariant).sum()),
+        "negative cells": int((counts.data < 0).sum()),
+        "invariant totals off": int((totals[: len(invariant)] != invariant).sum()),
         "structural zeros off": int(counts[:, np.asarray(knowledge.structural_zeros, dtype=np.int64)].sum()),
-        "inconsistent parents": int((geo.consistency_residual(counts) != 0).any(axis=1).sum()),
+        "inconsistent parents": _inconsistent_parents(counts, geo),
     }
     out["failsafe parents"] = int(result.log.loc[result.log["failsafe"].astype(bool), "node"].nunique())
     out.update(production_checks(counts, knowledge, geo))  # group totals and occupancy caps, when declared
+    leaves = counts[geo.leaves]
     if knowledge.gq is not None:
-        from .implied.group_quarters import flows_hold
-
-        types = knowledge.gq.cell_type
-        bad = sum(not flows_hold(knowledge.flow_data(geo, int(leaf)), types, counts[leaf]) for leaf in geo.leaves)
-        out["leaves breaking GQ facts"] = int(bad)
+        out["leaves breaking GQ facts"] = leaves_breaking_gq(leaves, knowledge, geo)
     if edits:
-        out["edit violations"] = int(sum((~e.holds(counts[geo.leaves])).sum() for e in knowledge.edits))
+        out["edit violations"] = int(sum((~e.holds(leaves)).sum() for e in knowledge.edits))
     return out
+
+
+def _inconsistent_parents(counts: sp.csr_array, geo: Hierarchy) -> int:
+    """How many internal regions differ from the sum of their children in some cell."""
+    internal = geo.internal
+    kids = np.flatnonzero(np.asarray(geo.parent) >= 0)  # every region but the root, under its parent
+    owner = np.searchsorted(internal, np.asarray(geo.parent)[kids])
+    ones = np.ones(len(kids), dtype=np.int64)
+    children_sum = sp.csr_array((ones, (owner, kids)), shape=(len(internal), geo.n_regions))
+    residual = sp.csr_array(counts[internal] - children_sum @ counts)
+    residual.eliminate_zeros()
+    return int((np.diff(residual.indptr) > 0).sum())
 
 
 def run_topdown(

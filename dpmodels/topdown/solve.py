@@ -24,6 +24,7 @@ from pyomo.contrib.solver.common.results import TerminationCondition
 from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.core.facade import solve
 
+from .child_checks import child_checks
 from .child_rows import rows_hold
 from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel
 from .failsafe_models import build_failsafe_l1, build_failsafe_l2
@@ -62,6 +63,10 @@ class NodeOptions:
     passes : tuple of tuple of str, optional
         The interleaved pass sequence of the 2020 production (:mod:`.interleaved`), coarse query sets
         first; the driver runs it, :func:`solve_node` solves one pass.  Empty: the 2019 single solve.
+    assembly : {"batched", "previous"}, default "batched"
+        How the children's data, the matrix form and the checks are assembled: in numpy batches, or
+        child by child and row by row as before issue 25 (:mod:`.previous`, kept so that
+        ``dpmodels bench topdown`` can time both in one run).  The same problems either way.
     """
 
     l2: str = "auto"  # "auto" (tree when possible, else clarabel), "clarabel", "highs", "topdown_tree_l2"
@@ -72,10 +77,13 @@ class NodeOptions:
     time_limit: float | None = 600.0  # per solve; HiGHS's QP method can cycle on degenerate problems
     path: str = "compiled"  # "compiled": matrices straight to clarabel/highs; "pyomo": through the models
     passes: tuple[tuple[str, ...], ...] = ()  # interleaved passes (interleaved.py); () = the 2019 solve
+    assembly: str = "batched"  # "batched" or "previous" (previous.py: the pre-issue-25 assembly)
 
     def __post_init__(self):
         if self.path not in ("compiled", "pyomo"):
             raise DataValidationError("path", f"must be 'compiled' or 'pyomo', got {self.path!r}")
+        if self.assembly not in ("batched", "previous"):
+            raise DataValidationError("assembly", f"must be 'batched' or 'previous', got {self.assembly!r}")
 
 
 @dataclass
@@ -112,7 +120,7 @@ def _solve_l2(problem: NodeProblem, opts: NodeOptions, edits: bool) -> tuple[np.
             values = solve_tree_l2(problem, opts.weights, edits)
             status, objective = OK.name, tree_objective(problem, values, opts.weights)
         elif backend == "clarabel" and opts.path == "compiled":
-            system = l2_system(problem, opts.weights, edits)
+            system = _builders(opts)[0](problem, opts.weights, edits)
             x, status, objective = solve_l2_clarabel(system)
             values = None if x is None else x[: system.n_hist].reshape(problem.m, problem.n)
             status = OK.name if x is not None else status
@@ -124,7 +132,10 @@ def _solve_l2(problem: NodeProblem, opts: NodeOptions, edits: bool) -> tuple[np.
             objective = res.incumbent_objective
     except Exception as err:  # a backend failure is a failed solve, to be escalated
         status, values = f"error: {type(err).__name__}: {err}"[:200], None
-    if values is not None and not verify_children(problem, values, integral=False, edits=edits).ok:
+    if (
+        values is not None
+        and not verify_children(problem, values, integral=False, edits=edits, assembly=opts.assembly).ok
+    ):
         status, values = "verification failed", None
     return values, {
         "stage": "L2",
@@ -146,6 +157,15 @@ def _tree_ok(problem: NodeProblem, edits: bool) -> bool:
     ) and not (edits and problem.edits or problem.rows)
 
 
+def _builders(opts: NodeOptions):
+    """The matrix-form builders ``(l2_system, l1_system)`` of ``opts.assembly``."""
+    if opts.assembly == "previous":
+        from .previous import previous_l1_system, previous_l2_system
+
+        return previous_l2_system, previous_l1_system
+    return l2_system, l1_system
+
+
 # ---------------------------------------------------------------------- L1
 def _solve_l1(
     problem: NodeProblem, hstar: np.ndarray, opts: NodeOptions, edits: bool
@@ -156,7 +176,10 @@ def _solve_l1(
         values, method, status, cert = _round(problem, hstar, opts, edits)
     except Exception as err:
         values, method, status, cert = None, opts.l1, f"error: {type(err).__name__}: {err}"[:200], None
-    if values is not None and not verify_children(problem, values, integral=True, edits=edits).ok:
+    if (
+        values is not None
+        and not verify_children(problem, values, integral=True, edits=edits, assembly=opts.assembly).ok
+    ):
         values, status = None, "verification failed"
     distance = float(np.abs(values - hstar).sum()) if values is not None else None  # ||H - H*||_1
     record.update(
@@ -193,7 +216,7 @@ def _round(problem, hstar, opts, edits):
 
 def _round_compiled(problem, hstar, opts, edits):
     """The LP-first protocol on the matrix form: certificate, simplex, integrality check, MIP."""
-    system, low = l1_system(problem, hstar, opts.objective, edits)
+    system, low = _builders(opts)[1](problem, hstar, opts.objective, edits)
     a = sp.vstack([system.a_eq, system.a_ub])
     bounds = np.concatenate([system.lb, system.ub])
     cert = matrix_certificate(a, np.concatenate([system.b_eq, system.b_ub]), bounds).holds
@@ -309,6 +332,7 @@ def verify_children(
     edits: bool = True,
     d_star: float | None = None,
     tol: float = 1e-6,
+    assembly: str = "batched",
 ) -> Verification:
     """Check every constraint of a node solve on ``values`` (children x active cells).
 
@@ -329,13 +353,13 @@ def verify_children(
         A failsafe result's distance to the parent.
     tol : float, default 1e-6
         Absolute tolerance.
+    assembly : {"batched", "previous"}, default "batched"
+        The per-child checks for all children at once, or child by child as before issue 25.
 
     Returns
     -------
     Verification
     """
-    from .implied.group_quarters import flows_hold
-
     issues = []
     v = np.asarray(values, dtype=np.float64)
     if integral and np.abs(v - np.round(v)).max(initial=0) > 0:
@@ -356,19 +380,10 @@ def verify_children(
             if np.abs(marg @ v.sum(axis=0) - marg @ problem.parent).max(initial=0) > tol:
                 issues.append("failsafe marginal")
     issues += [f"rows {name}" for name in rows_hold(problem, v, tol)]
-    for t, child in enumerate(problem.children):
-        if child.total is not None and abs(v[t].sum() - child.total) > tol:
-            issues.append(f"child {t} total")
-        if child.flows is not None and not flows_hold(child.flows, problem.types(), v[t], tol):
-            issues.append(f"child {t} group quarters")
-        for e in problem.edits if edits else ():
-            scale = 1 + np.abs(e.coef[problem.cells] * v[t]).sum()
-            if not e.holds(_full(problem, v[t], e.coef), tol=tol * scale).all():
-                issues.append(f"child {t} edit {e.name}")
+    if assembly == "previous":  # the child-by-child checks of before issue 25 (bench side by side)
+        from .previous import previous_child_checks
+
+        issues += previous_child_checks(problem, v, edits, tol)
+    else:
+        issues += child_checks(problem, v, edits, tol)
     return Verification(not issues, issues)
-
-
-def _full(problem: NodeProblem, row: np.ndarray, coef: np.ndarray) -> np.ndarray:
-    full = np.zeros((1, len(coef)))
-    full[0, problem.cells] = row
-    return full

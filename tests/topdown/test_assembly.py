@@ -174,12 +174,23 @@ def test_leaves_breaking_gq_counts_what_flows_hold_counts(total_level):
 
 
 def test_largest_state_run_on_a_small_shape():
-    """The largest-state bench row on a small shape: every check holds, the time and memory are reported."""
+    """The largest-state bench row on a small shape: every check holds, time and memory are reported."""
     from dpmodels.topdown.bench_scale import largest_state_counties
 
     row = largest_state_counties(1, races=2, fanout=(1, 58, 2, 2, 3))
     assert row["blocks"] == 12 and row["persons"] > 0 and row["violations"] == 0
     assert row["topdown s"] > 0 and row["peak memory GB"] > 0
+
+
+@pytest.mark.slow  # ~10 s: two runs, each in a fresh process; the in-process run above is the light sibling
+def test_largest_state_runs_extrapolate_along_the_line_through_the_runs():
+    from dpmodels.topdown.bench_scale import extrapolation_line, largest_state_runs
+
+    rows, extra = largest_state_runs([1, 2], races=2, fanout=(1, 4, 2, 1, 2))  # each in a fresh process
+    assert [r["blocks"] for r in rows] == [4, 8] and all(r["violations"] == 0 for r in rows)
+    time = [r["end to end s"] for r in rows]  # the line through both runs, read at 4 counties
+    assert extra["end to end h"] * 3600 == pytest.approx(time[0] + 3 * (time[1] - time[0]))
+    assert "4 counties" in extrapolation_line(extra)
 
 
 def test_sparse_check_release_counts_what_dense_numpy_counts():
