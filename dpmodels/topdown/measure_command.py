@@ -61,6 +61,7 @@ def run_postprocess_command(args) -> int:
     from .driver import topdown
     from .layouts import write_ppmf
     from .measurements import measurements_from_set
+    from .production import failsafe_nodes
     from .release import histogram_frame
 
     log = configure_logging(verbosity(args))
@@ -90,6 +91,7 @@ def run_postprocess_command(args) -> int:
             "budget_stated_by_the_measurement_file": measured.info["budget"],
             "budget_spent_here": "none: post-processing of noisy answers and declared facts only",
             "checks": result.checks,
+            "failsafe nodes": failsafe_nodes(result.log),  # every parent whose solve used the failsafe
             "inputs": {flag: file_record(path) for flag, path in inputs.items()},
             "outputs": written,
         }

@@ -133,6 +133,9 @@ def test_measure_then_postprocess_is_the_release(case, tmp_path):
     )
     manifest = json.loads((tmp_path / "p.manifest.json").read_text())
     assert "dpmodels measure topdown" in manifest["noise_source"] and manifest["budget_stated_by_the_measurement_file"]
+    release = json.loads(micro.with_name("r.manifest.json").read_text())["details"]  # the failsafe's nodes, both
+    assert manifest["failsafe nodes"] == release["failsafe nodes"]
+    assert len(manifest["failsafe nodes"]) == manifest["checks"]["failsafe parents"]
 
 
 def test_a_zcdp_measurement_file_gives_the_same_release(data, tmp_path):
