@@ -26,12 +26,15 @@ The folder, by what each module holds (the same names mean the same thing in eve
 ``flow``               the L1 rounding as a min-cost flow
 ``tree_l2``            the closed-form L2 solve where the structure allows
 ``tum``                the total-unimodularity certificate of a model's constraint matrix
+``gls``                the GLS (best linear unbiased) estimate of every region beside TopDown
+                       (:func:`gls_estimate`); ``gls_model``: its Pyomo QP (:func:`build_gls`)
 ``interleaved``        the 2020 production's interleaved passes (:func:`solve_passes`), coarse first
 ``production``         the production's constraints: grouped child totals, occupancy caps, named
                        structural zeros (``child_rows``: the rows every solve path takes), the
                        failsafe's node list; ``budget_presets``: its budget allocation (``pl94-2020``)
 ``implied/``           implied constraints: extendability checks and their witnesses
-``compare``            the evaluation harness (``compare_report``: its tables and plots)
+``compare``            the evaluation harness (``compare_report``: its tables and plots;
+                       ``compare_estimators``: GLS, TopDown, the 2019 algorithm and PGSR's DP)
 ``bench``              ``dpmodels bench topdown``
 =====================  ===========================================================================
 
@@ -117,11 +120,17 @@ _EXPORTS = {
     "fme_project": "dpmodels.topdown.implied",
     "extension_milp": "dpmodels.topdown.implied",
     "sat_reduction": "dpmodels.topdown.implied",
+    # the GLS estimate beside TopDown
+    "gls_estimate": "dpmodels.topdown.gls",
+    "gls_problem": "dpmodels.topdown.gls",
+    "gls_from_set": "dpmodels.topdown.gls",
+    "build_gls": "dpmodels.topdown.gls_model",
     # experiments
     "compare_topdown": "dpmodels.topdown.compare",
     "level_metrics": "dpmodels.topdown.compare",
     "summary_table": "dpmodels.topdown.compare_report",
     "plot_topdown": "dpmodels.topdown.compare_report",
+    "compare_estimators": "dpmodels.topdown.compare_estimators",
 }
 
 __all__ = list(_EXPORTS)

@@ -12,7 +12,8 @@ node (or the root solve, which has no parent and a fixed total).  From it:
 
 Formulations (registered with their marker payloads): ``topdown.l2`` (QP, :class:`L2Payload`),
 ``topdown.l1`` (MILP, or its LP with ``relax=True``; :class:`RoundingPayload`), and the
-``topdown.failsafe_*`` phases of :mod:`.failsafe_models`.  The models are assembled from the
+``topdown.failsafe_*`` phases of :mod:`.failsafe_models`, and ``topdown.gls`` (the tree GLS of
+every region's histogram, a QP; :mod:`.gls_model`).  The models are assembled from the
 shared blocks of :mod:`.model_blocks`: no model carries a constraint without variables.
 :func:`histogram_values` reads the solved child histograms off any of them.
 
@@ -32,6 +33,7 @@ from dpmodels.core.formulations import register_formulation
 from dpmodels.core.marker import attach_marker, get_marker
 
 from . import failsafe_models as _failsafe_models  # noqa: F401  (registers the failsafe formulations)
+from . import gls_model as _gls_model  # noqa: F401  (registers topdown.gls, the tree GLS)
 from .model_blocks import (
     add_edits,
     add_flows,
