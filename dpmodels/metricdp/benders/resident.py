@@ -112,7 +112,8 @@ class ResidentBlocks:
             for addr, group in self.groups
         ]
         try:
-            results = [self._result(future) for future in futures]
+            self._wait(futures)
+            results = self.client.gather(futures)
         except BaseException:
             self.client.cancel(futures)
             raise
@@ -122,19 +123,22 @@ class ResidentBlocks:
                 out[i] = outcome
         return out
 
-    def _result(self, future):
-        """The task's result (its error raised here); a task pinned to a worker that left would wait
-        for ever: that is refused instead."""
-        while True:
-            try:
-                return future.result(timeout=WATCH_SECONDS)
-            except TimeoutError:
-                present = set(self.client.scheduler_info(n_workers=-1)["workers"])
-                gone = sorted({addr for addr, _ in self.groups} - present)
-                if gone:
-                    raise RuntimeError(
-                        f"the Dask workers {gone} left the cluster with their Benders blocks; run again"
-                    ) from None
+    def _wait(self, futures) -> None:
+        """Wait for ``futures``; a task pinned to a worker that left would wait for ever: refuse it."""
+        from distributed import wait
+
+        with self.client.as_current():  # wait() uses the current client, which need not be the default
+            while True:
+                try:
+                    wait(futures, timeout=WATCH_SECONDS)
+                    return
+                except TimeoutError:
+                    present = set(self.client.scheduler_info(n_workers=-1)["workers"])
+                    gone = sorted({addr for addr, _ in self.groups} - present)
+                    if gone:
+                        raise RuntimeError(
+                            f"the Dask workers {gone} left the cluster with their Benders blocks; run again"
+                        ) from None
 
     def close(self) -> None:
         """Free the blocks on the workers still there."""
