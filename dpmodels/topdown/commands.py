@@ -146,6 +146,21 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
         "--races", type=positive_int, default=63, help="race categories (63 = the full 2016-cell PL94 schema)"
     )
     p.add_argument("--quick", action="store_true", help="sizes 4x64 16x512, the 'county' preset, 30 s limit")
+    p.add_argument(
+        "--no-previous",
+        dest="compare_previous",
+        action="store_false",
+        help="skip the serial run of the previous (child-by-child) assembly beside the batched one",
+    )
+    p.add_argument(
+        "--largest-state",
+        type=positive_int,
+        nargs="+",
+        default=[],
+        metavar="COUNTIES",
+        help="also run the largest state's shape (58 counties, ~39 M persons) with this many of its counties, "
+        "e.g. 1 2 4 (58 = the whole state), each serially in a fresh process, with its peak memory",
+    )
 
 
 def _run_bench(args) -> Result:
@@ -158,7 +173,12 @@ def _run_bench(args) -> Result:
     if args.preset != "none" and args.preset not in PRESETS:
         raise DataValidationError("--preset", f"must be 'none' or one of {sorted(PRESETS)}, got {args.preset!r}")
     preset = None if args.preset == "none" else args.preset
-    return run_bench(args.sizes, args.sizes, preset, args.races, args.time_limit)
+    bad = [c for c in args.largest_state if c > 58]
+    if bad:
+        raise DataValidationError("--largest-state", f"the largest state has 58 counties, got {bad}")
+    return run_bench(
+        args.sizes, args.sizes, preset, args.races, args.time_limit, args.compare_previous, tuple(args.largest_state)
+    )
 
 
 # ---------------------------------------------------------------------- release
