@@ -45,6 +45,11 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="configurations (default: lp-first flow no-edits; also l2-highs auto paper-weights paper-objective)",
     )
+    p.add_argument(
+        "--estimators",
+        action="store_true",
+        help="compare estimators instead: GLS (best linear unbiased), TopDown, the 2019 algorithm and PGSR's DP",
+    )
 
 
 COMPARE_OPTIONS = (
@@ -87,6 +92,12 @@ def _run_compare(args) -> Result:
     from .compare import compare_topdown, resolve_configs
     from .compare_report import format_summary, plot_topdown, summary_table, violation_counts
 
+    if args.estimators:
+        from .compare_estimators_report import estimators_result
+
+        if args.configs is not None:
+            raise DataValidationError("--configs", "does not apply with --estimators")
+        return estimators_result(_load(args), args)
     try:
         configs = resolve_configs(args.configs)
     except DataValidationError as err:
