@@ -40,9 +40,16 @@ def _installed(name: str) -> bool:
     return name in SolverFactory._cls and bool(SolverFactory(name).available())
 
 
+#: A guard, not a measurement: a backend that cannot certify an optimum (SCIP cannot bound the free
+#: variables of the tree GLS's QP and would search for ever) stops here with what it has, which the
+#: contract then checks is not called optimal.
+BACKEND_TIME_LIMIT = 10
+
+
 def _required(name: str) -> dict:
     caps = capabilities(name)
-    return {k: v for k, v in REQUIRED.items() if k in caps.options}
+    guard = {"time_limit": BACKEND_TIME_LIMIT} if caps.kind == "backend" and caps.time_limit else {}
+    return guard | {k: v for k, v in REQUIRED.items() if k in caps.options}
 
 
 @functools.cache

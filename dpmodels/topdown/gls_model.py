@@ -6,7 +6,9 @@ is unbiased, so neither non-negative nor integer), one constraint per internal r
 
     sum over measured (region, query set, answer) of (A_q[answer] . x_region - y)^2 / variance.
 
-Structural zeros have no variable (they are 0).  Any QP solver (Clarabel, HiGHS) solves it; the
+Structural zeros have no variable (they are 0).  Any convex QP solver (Clarabel, HiGHS) solves it;
+SCIP finds the optimum but cannot bound the free variables, so it never proves it and stops only at
+its time limit (reported as such, not optimal).  The
 ``topdown_gls`` plugin (:mod:`dpmodels.solvers.topdown_gls`) solves the same object in closed form
 by two passes over the tree (:func:`dpmodels.core.tree_gls.solve_tree_gls`).  The problem comes
 from TopDown's measurements (:func:`dpmodels.topdown.gls.gls_problem`) or PGSR's counts

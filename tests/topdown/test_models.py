@@ -465,6 +465,7 @@ def test_flow_rounder_honours_child_totals_with_lower_bound_only_networks(seed):
 
 def test_payloads_are_typed():
     from dpmodels import instances
+    from dpmodels.topdown.gls_model import GLSPayload
 
     expected = {
         "topdown.l2": L2Payload,
@@ -473,6 +474,7 @@ def test_payloads_are_typed():
         "topdown.failsafe_l2.phase2": FailsafeL2Payload,
         "topdown.failsafe_l1.phase1": FailsafeL1Payload,
         "topdown.failsafe_l1.phase2": FailsafeL1Payload,
+        "topdown.gls": GLSPayload,
     }
     assert set(expected) == set(FORMULATIONS)
     for name, payload in expected.items():
