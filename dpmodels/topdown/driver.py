@@ -24,13 +24,13 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.executors import map_tasks, resolve_executor
 from dpmodels.core.hierarchy import Hierarchy
 
-from .child_checks import leaves_breaking_gq
 from .data import PublicKnowledge, Schema, TopDownData, microdata
 from .interleaved import check_passes, solve_passes
 from .mechanism import Measurements, Strategy, measure
 from .node_data import ChildSpec, NodeProblem, WeightedQuery
-from .production import production_checks, production_rows
+from .production import production_rows
 from .queries import is_identity, kron_query
+from .release_checks import check_release
 from .released import ReleasedLevels
 from .solve import NodeOptions, NodeSolution
 from .specs import LevelSpecs
@@ -285,41 +285,6 @@ def _shortcut_row(geography: Hierarchy, node: int, children: int, method: str) -
         "status": "shortcut",
         "seconds": 0.0,
     }
-
-
-def check_release(result: TopDownResult, knowledge: PublicKnowledge, edits: bool) -> dict:
-    """Count violations of every public constraint on the released histograms (read sparse: the
-    release of a large state does not fit in memory as a dense regions x cells array)."""
-    geo = result.geography
-    counts = sp.csr_array(result.node_counts, dtype=np.int64)
-    invariant = knowledge.invariant_totals  # the first regions, in hierarchy order
-    totals = np.asarray(counts.sum(axis=1)).ravel()
-    out = {
-        "negative cells": int((counts.data < 0).sum()),
-        "invariant totals off": int((totals[: len(invariant)] != invariant).sum()),
-        "structural zeros off": int(counts[:, np.asarray(knowledge.structural_zeros, dtype=np.int64)].sum()),
-        "inconsistent parents": _inconsistent_parents(counts, geo),
-    }
-    out["failsafe parents"] = int(result.log.loc[result.log["failsafe"].astype(bool), "node"].nunique())
-    out.update(production_checks(counts, knowledge, geo))  # group totals and occupancy caps, when declared
-    leaves = counts[geo.leaves]
-    if knowledge.gq is not None:
-        out["leaves breaking GQ facts"] = leaves_breaking_gq(leaves, knowledge, geo)
-    if edits:
-        out["edit violations"] = int(sum((~e.holds(leaves)).sum() for e in knowledge.edits))
-    return out
-
-
-def _inconsistent_parents(counts: sp.csr_array, geo: Hierarchy) -> int:
-    """How many internal regions differ from the sum of their children in some cell."""
-    internal = geo.internal
-    kids = np.flatnonzero(np.asarray(geo.parent) >= 0)  # every region but the root, under its parent
-    owner = np.searchsorted(internal, np.asarray(geo.parent)[kids])
-    ones = np.ones(len(kids), dtype=np.int64)
-    children_sum = sp.csr_array((ones, (owner, kids)), shape=(len(internal), geo.n_regions))
-    residual = sp.csr_array(counts[internal] - children_sum @ counts)
-    residual.eliminate_zeros()
-    return int((np.diff(residual.indptr) > 0).sum())
 
 
 def run_topdown(

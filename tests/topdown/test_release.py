@@ -245,3 +245,10 @@ def test_released_microdata_reads_back_as_persons(folder, runs):
     again = from_csv(folder / "m.csv", races=7)
     original = from_csv(folder / "persons.csv", races=7)
     np.testing.assert_array_equal(again.knowledge.invariant_totals, original.knowledge.invariant_totals)
+
+
+def test_the_release_command_writes_the_outputs_its_parser_declares():
+    from dpmodels.topdown.commands import RELEASE_OUTPUTS
+    from dpmodels.topdown.release_command import OUTPUT_FLAGS
+
+    assert tuple(RELEASE_OUTPUTS) == OUTPUT_FLAGS
