@@ -245,9 +245,6 @@ def _arguments(p) -> None:
     p.add_argument("--grid", type=positive_int, nargs=4, default=[6, 20, 20, 2], metavar=grid, help="Benders: mdp/grid")
     p.add_argument("--gap", type=nonnegative_float, default=1e-3, help="Benders: the relative gap")
     p.add_argument("--skip", choices=("topdown", "benders"), action="append", default=[], help="leave a part out")
-    p.add_argument(
-        "--repeats", type=positive_int, default=2, help="rounds in which serial and the cluster take turns (medians)"
-    )
     p.add_argument("--quick", action="store_true", help="the tiny preset, a 6 x 8 grid (K = 10, 3 blocks), one round")
 
 
@@ -285,7 +282,7 @@ def _run(args):
     from dpmodels.core.runner import Result
 
     preset, grid = ("tiny", [6, 8, 10, 3]) if args.quick else (args.preset, args.grid)
-    repeats = 1 if args.quick else args.repeats
+    repeats = 1 if args.quick else args.runs
     document: dict = {"conditions": {"load average at the start (1 min)": os.getloadavg()[0], "cores": os.cpu_count()}}
     with cluster(args.scheduler, args.workers) as client:
         workers = len(client.scheduler_info(n_workers=-1)["workers"])
@@ -307,7 +304,10 @@ def _run(args):
 COMMAND = experiment(
     "TopDown and Benders on a Dask cluster of worker processes beside serial: same result, speed-up, bytes per task",
     _run,
-    options=(std.seed(0, "seed of the synthetic census and its noise (experiments, not releases)"),),
+    options=(
+        std.seed(0, "seed of the synthetic census and its noise (experiments, not releases)"),
+        std.runs(2, "rounds in which serial and the cluster take turns (medians)"),
+    ),
     arguments=_arguments,
     table="one row per run",
     json_help="the conditions and the rows of each part",

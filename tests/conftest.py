@@ -1,5 +1,7 @@
 """Shared fixtures: the paper's running example and the spec's derived fixtures F1/F2."""
 
+import logging
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
@@ -27,3 +29,15 @@ def f1_noisy():
 def f2_noisy():
     """Spec 4.8 F2: noise everywhere, with negative entries (rows US, GA, NY)."""
     return np.array([[2, 1, 4, 0, -2], [3, -1, 2, 1, 0], [0, 2, 1, -1, 1]], dtype=float)
+
+
+@pytest.fixture(autouse=True)
+def _restore_the_dpmodels_logger():
+    """A command run in a test configures the ``dpmodels`` logger (its stderr handler, no propagation);
+    restore it after each test, so that ``caplog`` sees dpmodels' records whatever ran before in
+    the same process (with pytest-xdist, which tests share a worker is not fixed)."""
+    logger = logging.getLogger("dpmodels")
+    state = (list(logger.handlers), logger.propagate, logger.level)
+    yield
+    logger.handlers[:] = state[0]
+    logger.propagate, logger.level = state[1], state[2]

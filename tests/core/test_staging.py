@@ -63,7 +63,15 @@ def test_commit_moves_everything_and_the_records_name_the_final_paths(tmp_path):
     assert record == file_record(targets["--out"])
 
 
-def test_an_interrupt_held_during_the_commit_arrives_after_it(tmp_path):
+@pytest.fixture
+def python_ctrl_c():
+    """Python's own Ctrl-C handler for the test, whatever an earlier test in this process left installed."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_an_interrupt_held_during_the_commit_arrives_after_it(tmp_path, python_ctrl_c):
     targets = _targets(tmp_path)
     with pytest.raises(KeyboardInterrupt), StagedOutputs(targets) as stage:
         for flag in targets:
