@@ -269,3 +269,15 @@ def test_bench_cluster_reports_the_serial_results_on_the_cluster(tmp_path):
     resident = found["benders"][-1]
     assert resident["run"] == "dask, blocks resident" and resident["same result as serial"]
     assert found["topdown"][0]["max bytes now"] < found["topdown"][0]["max bytes before"]
+
+
+@pytest.mark.parametrize(
+    "address, warned",
+    [("tcp://10.0.0.5:8786", True), ("tcp://scheduler.example:8786", True), ("tls://10.0.0.5:8786", False),
+     ("tcp://127.0.0.1:8786", False), ("tcp://localhost:8786", False), ("tcp://[::1]:8786", False)],
+)  # fmt: skip
+def test_a_scheduler_reached_in_clear_across_the_network_is_warned_of(address, warned):
+    from dpmodels.core.clusters import unencrypted_warning
+
+    text = unencrypted_warning(address)
+    assert (text is not None) == warned and (not warned or "not encrypted" in text and "tls://" in text)

@@ -32,6 +32,7 @@ __all__ = [
     "SCHEDULER_SCHEMES",
     "DaskExecutor",
     "check_scheduler_address",
+    "unencrypted_warning",
     "configured_scheduler",
     "connect_scheduler",
     "local_cluster",
@@ -202,7 +203,28 @@ def connect_scheduler(address: str, source: str = "") -> Iterator[DaskExecutor]:
     with distributed.Client(address, timeout=timeout, security=security, set_as_default=False) as client:
         where = f" (from {source})" if source else ""
         _describe(client, f"connected to the Dask scheduler at {address}{where}", identity)
+        warning = unencrypted_warning(address)
+        if warning:
+            log.warning("%s", warning)
         yield DaskExecutor(client)
+
+
+def unencrypted_warning(address: str) -> str | None:
+    """What is said on connecting to a ``tcp://`` scheduler beyond this machine (None for ``tls://``
+    or a loopback address): its tasks cross the network in clear.
+
+    Parameters
+    ----------
+    address : str
+        A checked scheduler address (:func:`check_scheduler_address`).
+    """
+    host = _ADDRESS.fullmatch(address).group("host").strip("[]")
+    if not address.startswith("tcp://") or host in ("localhost", "::1") or host.startswith("127."):
+        return None
+    return (
+        f"the connection to {address} is not encrypted: anyone on the network path can read and alter the tasks "
+        "(noisy answers before their release); use tls:// with Dask's TLS settings (docs: Running on a cluster)"
+    )
 
 
 @contextmanager

@@ -46,12 +46,16 @@ def level_variances(noisy: NoisyGroupSizes) -> tuple[float, ...]:
     """
     if noisy.info.get("noise") == "discrete-gaussian":
         return tuple(discrete_gaussian_variance(Fraction(s)) for s in noisy.info["sigma2_per_level"])
+    if "source" in noisy.info:  # read from a measurement file: its rows state the variances, not these scales
+        raise DataValidationError(
+            "noisy", "comes from a measurement file: give gls_estimate its MeasurementSet (rows state variances)"
+        )
     if noisy.level_scales is None:
         raise DataValidationError("noisy", "has no noise scales: give the level variances")
     return tuple(double_geometric_variance(s) for s in noisy.level_scales)
 
 
-def gls_problem(noisy: NoisyGroupSizes, variances=None) -> TreeGLSProblem:
+def gls_problem(noisy: NoisyGroupSizes, variances=None, *, region_variances=None) -> TreeGLSProblem:
     """The tree GLS problem of noisy counts: one query set (the counts), ``G`` the root's exact total.
 
     Parameters
@@ -60,13 +64,18 @@ def gls_problem(noisy: NoisyGroupSizes, variances=None) -> TreeGLSProblem:
         Noisy counts (``kind="counts"``) with the public hierarchy and ``G``.
     variances : sequence of float, optional
         The noise variance of each level (default :func:`level_variances`).
+    region_variances : sequence of float, optional
+        The noise variance of each region, in hierarchy order (a measurement file's rows); replaces
+        ``variances``.
     """
     noisy.require_kind("counts", "gls_problem")
     h = noisy.hierarchy
-    per_level = np.asarray(level_variances(noisy) if variances is None else variances, dtype=np.float64)
-    if per_level.shape != (h.n_levels,) or not (per_level > 0).all() or not np.isfinite(per_level).all():
-        raise DataValidationError("variances", f"need one positive finite variance per level ({h.n_levels})")
-    counts = GLSQuery("counts", sp.identity(noisy.N, format="csr"), noisy.values, per_level[h.level - 1])
+    if region_variances is None:
+        per_level = np.asarray(level_variances(noisy) if variances is None else variances, dtype=np.float64)
+        if per_level.shape != (h.n_levels,) or not (per_level > 0).all() or not np.isfinite(per_level).all():
+            raise DataValidationError("variances", f"need one positive finite variance per level ({h.n_levels})")
+        region_variances = per_level[h.level - 1]
+    counts = GLSQuery("counts", sp.identity(noisy.N, format="csr"), noisy.values, np.asarray(region_variances))
     return TreeGLSProblem(h, noisy.N, (counts,), totals={0: float(noisy.G)})
 
 
@@ -85,13 +94,16 @@ def gls_estimate(noisy: NoisyGroupSizes | MeasurementSet, variances=None) -> GLS
 
         found, noisy = noisy, noisy_from_measurements(noisy)
         if variances is None:
-            variances = _set_variances(found, noisy)
+            return solve_tree_gls(gls_problem(noisy, region_variances=_set_variances(found, noisy)))
     return solve_tree_gls(gls_problem(noisy, variances))
 
 
-def _set_variances(found: MeasurementSet, noisy: NoisyGroupSizes) -> list[float]:
-    """Each level's variance as the file states it (the reader already refused a level with two)."""
-    h = noisy.hierarchy
-    level = found.table["node"].map(dict(zip(h.names, h.level, strict=True)))
-    stated = found.table.groupby(level)["variance"].first()
-    return [float(stated[lv]) for lv in range(1, h.n_levels + 1)]
+def _set_variances(found: MeasurementSet, noisy: NoisyGroupSizes) -> np.ndarray:
+    """Each region's variance as the file's rows state it (a region whose rows state two is refused:
+    the GLS here takes one variance per region)."""
+    stated = found.table.groupby("node")["variance"]
+    mixed = sorted(str(node) for node, n in stated.nunique().items() if n > 1)
+    if mixed:
+        raise DataValidationError("variance", f"regions {mixed[:5]} state more than one variance; give one per region")
+    first = stated.first()
+    return np.array([float(first[name]) for name in noisy.hierarchy.names])

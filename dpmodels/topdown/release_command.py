@@ -25,6 +25,11 @@ def run_release_command(args) -> int:
 
     require_blocks(args)
     gaussian = args.noise == "discrete-gaussian"
+    if args.budget_preset is not None and not gaussian:
+        raise DataValidationError(
+            "--budget-preset",
+            f"{args.budget_preset!r} is a zCDP allocation (shares of rho): it needs --noise discrete-gaussian --rho",
+        )
 
     def run(session, data, amount) -> ReleaseOutcome:
         budget = {"noise": args.noise, "rho": amount if gaussian else None}

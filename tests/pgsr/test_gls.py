@@ -60,3 +60,29 @@ def test_other_kinds_and_bad_variances_are_refused():
     counts, _ = measure(data, 1, "counts", rng=np.random.default_rng(0))
     with pytest.raises(DataValidationError, match="variances"):
         gls_estimate(counts, variances=[1.0, -1.0])
+
+
+def test_a_file_s_variances_are_read_region_by_region():
+    """A level whose regions state different variances (another tool's noise): each region's own
+    variance enters the GLS (oracle: the dense GLS with those variances); two in one region are refused."""
+    from dataclasses import replace
+
+    data = instances.generate("pgsr/random-tree", seed=4, depth=3, N=3, G=12)
+    noisy, _ = measure(data, 2, "counts", rng=np.random.default_rng(0))
+    found = measurement_set(noisy, "test")
+    names = list(data.hierarchy.names)
+    own = {name: 1.0 + 3.0 * (i % 3) for i, name in enumerate(names)}  # differs within a level
+    table = found.table.assign(variance=found.table["node"].map(own), mechanism="gaussian")  # another tool's
+    result = gls_estimate(replace(found, table=table))
+    region_variances = np.array([own[name] for name in names])
+    est, var, _ = dense_gls(gls_problem(noisy, region_variances=region_variances))
+    np.testing.assert_allclose(result.estimate, est, rtol=1e-8, atol=1e-8 * max(1.0, np.abs(est).max()))
+    np.testing.assert_allclose(result.variance, var, rtol=1e-8, atol=1e-12)
+    two = table.copy()
+    two.loc[two.index[0], "variance"] = 99.0  # one cell of the first region
+    with pytest.raises(DataValidationError, match="more than one variance"):
+        gls_estimate(replace(found, table=two))
+    from dpmodels.pgsr.measurements import noisy_from_measurements
+
+    with pytest.raises(DataValidationError, match="MeasurementSet"):
+        gls_estimate(noisy_from_measurements(replace(found, table=table)))

@@ -61,3 +61,12 @@ def test_cli_release_with_the_production_options(tmp_path, capsys):
     assert minors.empty  # a structural zero everywhere
     nation = histograms[histograms.level == 1]["count"].sum()
     assert nation == len(persons) - 1  # the minor in a nursing facility was left out by the stated rule
+
+
+def test_the_preset_needs_the_discrete_gaussian_and_nothing_is_written(tmp_path, capsys):
+    case = topdown_case(tmp_path)
+    argv = [*case.argv, "--budget-preset", "pl94-2020", "--epsilon", "1", "--seed", "3", "--not-private"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--budget-preset" in err and "--noise discrete-gaussian" in err
+    assert not any(path.exists() for path in case.outputs.values()) and not case.ledger.exists()
