@@ -38,6 +38,9 @@ def _restore_the_dpmodels_logger():
     the same process (with pytest-xdist, which tests share a worker is not fixed)."""
     logger = logging.getLogger("dpmodels")
     state = (list(logger.handlers), logger.propagate, logger.level)
+    for name, child in list(logging.Logger.manager.loggerDict.items()):  # a logging.config call made by a
+        if name.startswith("dpmodels") and isinstance(child, logging.Logger):  # library in this process
+            child.disabled = False  # disables every logger that existed then
     yield
     logger.handlers[:] = state[0]
     logger.propagate, logger.level = state[1], state[2]
