@@ -143,29 +143,20 @@ REFUSALS = {
 }
 
 
-@pytest.fixture(scope="module")
-def refusals(folder, census):
-    """Every refusal case in its own folder, started together: label -> (folder, files before, process)."""
-    persons = records(census)
-    out = {}
-    for k, (label, (_, change)) in enumerate(REFUSALS.items()):
-        case = folder / f"refusal{k}"
-        case.mkdir()
-        options = {"--persons": folder / "persons.csv", "--blocks": folder / "blocks.csv", "--epsilon": "1"}
-        options.update({"--out-microdata": case / "m.csv", "--out-histograms": case / "h.csv"})
-        options.update(change(case, persons))
-        before = {p.name: p.read_bytes() for p in case.iterdir()}
-        out[label] = (case, before, start(*[x for pair in options.items() for x in pair]))
-    return out
-
-
 @pytest.mark.parametrize("label", list(REFUSALS))
-def test_bad_input_is_refused_with_its_field_and_nothing_written(refusals, label):
-    case, before, proc = refusals[label]
-    code, err = finished(proc)
+def test_bad_input_is_refused_with_its_field_and_nothing_written(folder, census, label, tmp_path, capsys):
+    """In process (the command's own code path, without an interpreter start per case)."""
+    from dpmodels import cli
+
+    options = {"--persons": folder / "persons.csv", "--blocks": folder / "blocks.csv", "--epsilon": "1"}
+    options.update({"--out-microdata": tmp_path / "m.csv", "--out-histograms": tmp_path / "h.csv"})
+    options.update(REFUSALS[label][1](tmp_path, records(census)))
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    argv = ["release", "topdown", "--races", "7", *[str(x) for pair in options.items() for x in pair]]
+    code, err = cli.main(argv), capsys.readouterr().err
     assert code == 2, err
     assert REFUSALS[label][0] in err and "Traceback" not in err
-    assert {p.name: p.read_bytes() for p in case.iterdir()} == before
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
 def test_loader_refuses_blank_values_and_header_only_files_and_leaves_out_unlisted_blocks(folder, census, tmp_path):
