@@ -40,7 +40,7 @@ from dpmodels.core.randomness import describe
 
 from .data import Schema, TopDownData
 from .queries import QuerySet, identity, level_sensitivity, marginal, require_measurable
-from .shares import level_row, level_unit_shares, unit_shares
+from .shares import level_row, level_unit_shares, measured_steps, unit_shares
 from .zcdp import GAUSSIAN, gaussian_budget, level_l2_deltas, noisy_gaussian_answers, plan_gaussian
 
 __all__ = [
@@ -382,13 +382,9 @@ def _noisy_answers(noise: str, answers: sp.spmatrix, scale: Fraction, rng) -> tu
 def _plan(ledger: PrivacyLedger, strategy: Strategy, geo, level_eps, deltas, noise: str) -> list[tuple]:
     """``(rows, query set, scale)`` of every draw, level by level; each recorded in ``ledger`` first."""
     plan = []
-    for level in range(1, geo.n_levels + 1):
-        rows = np.arange(*geo.level_slice(level).indices(geo.n_regions))
-        for query, share in zip(strategy.queries, strategy.shares_at(level), strict=True):
-            if share == 0:  # not measured at this level
-                continue
-            eps_q = level_eps[level - 1] * share
-            delta = deltas[level - 1][query.name]
-            scale = ledger.record(query.name, f"level {level} / {query.name}", delta, eps_q, noise, rows.size)
-            plan.append((rows, query, scale))
+    for level, rows, query, share in measured_steps(strategy, geo):
+        eps_q = level_eps[level - 1] * share
+        delta = deltas[level - 1][query.name]
+        scale = ledger.record(query.name, f"level {level} / {query.name}", delta, eps_q, noise, rows.size)
+        plan.append((rows, query, scale))
     return plan

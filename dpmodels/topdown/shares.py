@@ -11,7 +11,7 @@ from fractions import Fraction
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.noise import exact
 
-__all__ = ["unit_shares", "level_row", "level_unit_shares"]
+__all__ = ["unit_shares", "level_row", "level_unit_shares", "measured_steps"]
 
 
 def unit_shares(values, field: str) -> list[Fraction] | None:
@@ -76,3 +76,24 @@ def level_unit_shares(level_shares, n_levels: int) -> list[Fraction]:
     if unit is None:
         raise DataValidationError("level_shares", f"must be positive and sum to 1, got {[str(v) for v in shares]}")
     return unit
+
+
+def measured_steps(strategy, geo):
+    """``(level, rows, query set, share)`` of every measurement a strategy makes, level by level in
+    hierarchy order; a query set with share 0 at a level is not measured there.  The pure-DP and the
+    zCDP plans both walk this, so they record and draw the same steps in the same order.
+
+    Parameters
+    ----------
+    strategy : Strategy
+        The query sets and their shares per level (:meth:`Strategy.shares_at`).
+    geo : Hierarchy
+        The geography; ``rows`` are the region indices of a level.
+    """
+    import numpy as np
+
+    for level in range(1, geo.n_levels + 1):
+        rows = np.arange(*geo.level_slice(level).indices(geo.n_regions))
+        for query, share in zip(strategy.queries, strategy.shares_at(level), strict=True):
+            if share != 0:
+                yield level, rows, query, share

@@ -42,6 +42,7 @@ from dpmodels.core.gaussian import discrete_gaussian_variance
 from dpmodels.core.noise import as_epsilon, noisy_gaussian_integers
 
 from .queries import check_neighbours, require_measurable
+from .shares import measured_steps
 
 __all__ = [
     "GAUSSIAN",
@@ -210,16 +211,12 @@ def plan_gaussian(ledger: PrivacyLedger, strategy, geo, level_rhos, deltas) -> l
     draws could leave the exact integer range): a refusal at any level draws nothing.
     """
     plan = []
-    for level in range(1, geo.n_levels + 1):
-        rows = np.arange(*geo.level_slice(level).indices(geo.n_regions))
-        for query, share in zip(strategy.queries, strategy.shares_at(level), strict=True):
-            if share == 0:  # not measured at this level
-                continue
-            rho_q = level_rhos[level - 1] * share
-            delta = deltas[level - 1][query.name]
-            group = f"level {level} / {query.name}"
-            sigma2 = ledger.record_gaussian(query.name, group, delta, rho_q, GAUSSIAN_WORDS, rows.size)
-            plan.append((rows, query, sigma2))
+    for level, rows, query, share in measured_steps(strategy, geo):
+        rho_q = level_rhos[level - 1] * share
+        delta = deltas[level - 1][query.name]
+        group = f"level {level} / {query.name}"
+        sigma2 = ledger.record_gaussian(query.name, group, delta, rho_q, GAUSSIAN_WORDS, rows.size)
+        plan.append((rows, query, sigma2))
     return plan
 
 
