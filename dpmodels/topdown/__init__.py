@@ -89,7 +89,7 @@ _EXPORTS = {
     "solve_node": "dpmodels.topdown.solve",
     "NodeOptions": "dpmodels.topdown.solve",
     "NodeSolution": "dpmodels.topdown.solve",
-    "verify_children": "dpmodels.topdown.solve",
+    "verify_children": "dpmodels.topdown.verify",
     "flows_hold": "dpmodels.topdown.implied",
     # the 2020 production's options
     "solve_passes": "dpmodels.topdown.interleaved",
