@@ -312,8 +312,8 @@ class TopDownData:
             raise DataValidationError("gq", "persons of a type that is absent from their leaf")
         if (per_type < gq.lower).any():
             raise DataValidationError("gq", "a leaf has fewer persons of a type than its lower bound")
-        if gq.upper is not None and ((gq.upper >= 0) & (per_type > gq.upper)).any():
-            raise DataValidationError("gq.upper", "a leaf has more persons of a type than its occupancy cap")
+        # no check of gq.upper: a cap binds the release, not the data (GQKnowledge); refusing data over
+        # a cap would make whether a release happens depend on one person
 
     def _check_groups(self, groups) -> None:
         totals = np.asarray(self.node_histograms_all().sum(axis=1)).ravel()

@@ -146,7 +146,13 @@ class GQKnowledge:
         Leaves x types: population lower bounds.
     upper : numpy.ndarray, optional
         Leaves x types: occupancy caps (the 2020 production's ``hhgq_total_ub``: facilities x the
-        declared persons per facility), -1 where a type is not capped; None: no caps.
+        declared persons per facility), -1 where a type is not capped; None: no caps.  A cap binds
+        the *release*, not the data: confidential data with more persons of a type in a block than
+        its cap are measured as they are (the measurement never reads the caps), and the
+        post-processing holds every released block, and every region to the sum of its blocks'
+        caps, at or under them.  Nothing refuses data over a cap, so whether a release happens
+        never depends on one person; a cap set below the truth biases the release, never its
+        privacy.
     """
 
     cell_type: np.ndarray
@@ -235,7 +241,8 @@ class PublicKnowledge:
         return cls(totals[: _invariant_count(geography, total_level)], total_level, **rest)
 
     def check(self, geography: Hierarchy) -> None:
-        """Refuse a ``total_level`` outside the geography and totals beyond the invariant regions."""
+        """Refuse a ``total_level`` outside the geography, totals beyond the invariant regions, and
+        occupancy caps that leave no room for an invariant total (public facts against public facts)."""
         need = _invariant_count(geography, self.total_level)
         if len(self.invariant_totals) != need:
             raise DataValidationError(
@@ -244,6 +251,7 @@ class PublicKnowledge:
                 f"{len(self.invariant_totals)}; the totals of deeper regions are not public",
             )
         _check_groups(self.child_groups, geography, self.total_level)
+        _check_caps_against_totals(self, geography)
 
     @property
     def root_total(self) -> int:
@@ -332,3 +340,22 @@ def _ancestor_at(geography: Hierarchy, nodes: np.ndarray, level: int) -> np.ndar
         if not deep.any():
             return out
         out[deep] = geography.parent[out[deep]]
+
+
+def _check_caps_against_totals(knowledge: PublicKnowledge, geography: Hierarchy) -> None:
+    """Refuse an invariant total above the sum of its region's caps when every type present in the
+    region is capped: no release could meet both (public facts only; the data are not read)."""
+    gq = knowledge.gq
+    if gq is None or gq.upper is None or knowledge.total_level < 1:
+        return
+    uncapped = geography.aggregate(((gq.upper < 0) & gq.present).astype(np.int64))
+    room = geography.aggregate(np.where(gq.upper >= 0, gq.upper, 0)).sum(axis=1)
+    invariant = np.arange(len(knowledge.invariant_totals))
+    over = invariant[(uncapped[invariant].sum(axis=1) == 0) & (knowledge.invariant_totals > room[invariant])]
+    if len(over):
+        r = int(over[0])
+        raise DataValidationError(
+            "gq.upper",
+            f"region {geography.names[r]!r}: its invariant total {int(knowledge.invariant_totals[r])} is above "
+            f"the sum of its occupancy caps {int(room[r])} ({len(over)} region(s) so); no release can hold both",
+        )

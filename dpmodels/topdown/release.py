@@ -321,7 +321,10 @@ def _invariants(data: TopDownData) -> dict:
             "per block, which group-quarters types are present and their facility lower bounds: respected exactly"
         )
     if kn.gq is not None and kn.gq.upper is not None:
-        out["occupancy caps"] = "per block and group-quarters type, at most the declared persons: respected exactly"
+        out["occupancy caps"] = (
+            "per block and group-quarters type, at most the declared persons: respected exactly by the release; "
+            "they bind the release, not the data (data over a cap are measured as they are, never refused)"
+        )
     for group in kn.child_groups:
         out[f"total of {' + '.join(group.regions)}"] = "released exactly (a grouped child total)"
     return out

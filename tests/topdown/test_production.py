@@ -258,3 +258,54 @@ def test_every_parent_whose_constraints_admit_no_split_is_listed(census, seed):
         res = dpmodels.solve(build_failsafe_l2(problem, 1, fingerprint=False), "highs")
         if res.incumbent_objective > 1e-7:
             assert geo.names[parent] in listed
+
+
+# ---------------------------------------------------------------- caps bind the release, not the data
+def _capped_below_the_data(census, over: int):
+    """The census's knowledge with one block's capped type set ``over`` persons below its truth."""
+    gq = census.knowledge.gq
+    per_type = np.asarray((census.leaf_counts @ gq.type_matrix().T).todense())
+    leaf, g = next((k, g) for k, g in zip(*np.nonzero(gq.upper > gq.lower), strict=True) if per_type[k, g] >= over)
+    upper = gq.upper.copy()
+    upper[leaf, g] = per_type[leaf, g] - over
+    knowledge = PublicKnowledge(
+        census.knowledge.invariant_totals,
+        census.knowledge.total_level,
+        GQKnowledge(gq.cell_type, gq.type_names, gq.present, gq.lower, upper),
+        census.knowledge.structural_zeros,
+        (),
+        census.knowledge.child_groups,
+    )
+    return TopDownData(census.schema, census.geography, census.leaf_counts, knowledge, name="over a cap"), leaf, g
+
+
+def test_data_over_a_cap_are_released_within_it(census):
+    """One block holds a person more than its declared cap: no refusal (that would depend on the person);
+    the release holds the block, and every region above it, to the caps."""
+    over, leaf, g = _capped_below_the_data(census, 1)
+    measured = measure(over, 1.0, rng=3)
+    result = topdown(measured, over.knowledge, over.schema, over.geography, NodeOptions())
+    assert result.checks["occupancy caps off"] == 0 and all(result.checks[k] == 0 for k in HARD), result.checks
+    released = result.node_counts.toarray()[over.geography.leaves] @ over.knowledge.gq.type_matrix().T.toarray()
+    assert released[leaf, g] <= over.knowledge.gq.upper[leaf, g]
+
+
+def test_the_measurement_never_reads_the_caps(census):
+    """Same data, same seed, caps or no caps: the same noisy measurements (the caps are post-processing facts)."""
+    over, _, _ = _capped_below_the_data(census, 1)
+    a, b = measure(over, 1.0, rng=5), measure(census, 1.0, rng=5)
+    for node in range(census.geography.n_regions):
+        for x, y in zip(a.by_node[node], b.by_node[node], strict=True):
+            np.testing.assert_array_equal(x.values, y.values)
+
+
+def test_caps_that_leave_no_room_for_an_invariant_total_are_refused_from_public_facts_alone(census):
+    kn = census.knowledge
+    upper = np.where(kn.gq.present, 0, 0)  # every present type capped at 0 persons: no room for anyone
+    lower = np.zeros_like(kn.gq.lower)
+    gq = GQKnowledge(kn.gq.cell_type, kn.gq.type_names, kn.gq.present, lower, upper)
+    knowledge = PublicKnowledge(kn.invariant_totals, kn.total_level, gq, kn.structural_zeros, (), ())
+    with pytest.raises(
+        DataValidationError, match=r"gq.upper.*invariant total \d+ is above the sum of its occupancy caps 0"
+    ):
+        knowledge.check(census.geography)  # no data in sight
