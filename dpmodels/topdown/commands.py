@@ -41,7 +41,8 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         "--configs",
         nargs="+",
         default=None,
-        help="configurations (default: lp-first flow no-edits; also l2-highs auto paper-weights paper-objective)",
+        help="configurations (default: lp-first flow no-edits; also l2-highs auto paper-weights paper-objective "
+        "query-rounder)",
     )
     p.add_argument(
         "--estimators",
@@ -249,6 +250,13 @@ def _production_arguments(p: argparse.ArgumentParser) -> None:
         "--passes",
         help="interleaved passes, coarse first: query sets split by ',', passes by ';', 'rest' for the others, e.g. "
         "'total; rest' or 'hhgq; rest'; each pass holds the earlier passes' rounded answers exactly",
+    )
+    p.add_argument(
+        "--rounder",
+        default="cells",
+        type=one_of(lambda: ("cells", "queries"), "rounder"),
+        help="the rounding objective: cells (2019: the cells' L1 distance to the L2 solution) or queries (the 2020 "
+        "production's: each measured marginal row's rounded answer)",
     )
     p.add_argument(
         "--budget-preset",

@@ -76,6 +76,7 @@ CONFIGS: dict[str, NodeOptions] = {
     "auto": NodeOptions(),
     "paper weights": NodeOptions(l2="clarabel", l1="highs", weights="paper"),
     "paper objective": NodeOptions(l2="clarabel", l1="highs", objective="paper"),
+    "query rounder": NodeOptions(l2="clarabel", l1="highs", objective="queries"),  # the 2020 production's
 }
 DEFAULT_CONFIGS = ("L2 clarabel + LP-first highs", "L2 clarabel + flow rounder", "no edits")
 #: Short names for the command line.
@@ -86,6 +87,7 @@ CONFIG_ALIASES = {
     "l2-highs": "L2 highs + LP-first highs",
     "paper-weights": "paper weights",
     "paper-objective": "paper objective",
+    "query-rounder": "query rounder",
 }
 _METHODS = ("lp-integral", "mip", "flow", "already integral", "failsafe", "one child", "zero parent")
 _SHORTCUTS = ("one child", "zero parent")

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from .child_rows import linear_rows
 from .node_data import NodeProblem, split_floor
+from .query_rounder import cell_costs, penalty_rows
 from .query_sums import query_terms
 
 __all__ = ["LinearSystem", "l2_system", "l1_system", "solve_l2_clarabel", "solve_l1_highs"]
@@ -40,6 +41,7 @@ class LinearSystem:
     lb: np.ndarray
     ub: np.ndarray
     n_hist: int
+    n_continuous: int = 0  # trailing columns that stay continuous in the MIP (the query rounder's penalties)
 
     @property
     def n(self) -> int:
@@ -226,28 +228,35 @@ def _residual_terms(problem: NodeProblem, weights: str, first: int, eq: _Rows):
 
 def l1_system(problem: NodeProblem, hstar: np.ndarray, objective: str = "l1", edits: bool = True):
     """The rounding (:func:`~dpmodels.topdown.models.build_l1`) as an LP/MIP in matrix form;
-    also returns the floors, so that ``H = floor + y``."""
+    also returns the floors, so that ``H = floor + y``.  ``objective="queries"`` adds the query
+    rounder's penalties (:mod:`.query_rounder`) as continuous columns after the flows."""
     low, phi = split_floor(np.asarray(hstar, dtype=np.float64).reshape(problem.m, problem.n))
     eq, ub = _Rows(), _Rows()
     flow_lower = _structure(problem, low.astype(np.float64), edits, eq, ub)
     total = problem.m * problem.n + len(flow_lower)
-    cost = ((1 - 2 * phi) if objective == "l1" else -phi).ravel()
+    n_pen = 0
+    if objective == "queries":
+        cost = cell_costs(problem, phi).ravel()
+        n_pen = penalty_rows(problem, phi, total, ub)
+    else:
+        cost = ((1 - 2 * phi) if objective == "l1" else -phi).ravel()
     upper = np.ones(problem.m * problem.n)
     if problem.parent is not None:
         upper = np.broadcast_to((problem.parent - low.sum(axis=0) > 0).astype(float), low.shape).ravel().copy()
-    a_eq, b_eq = eq.matrix(total)
-    a_ub, b_ub = ub.matrix(total)
+    a_eq, b_eq = eq.matrix(total + n_pen)
+    a_ub, b_ub = ub.matrix(total + n_pen)
     system = LinearSystem(
         None,
-        np.concatenate([cost, np.zeros(len(flow_lower))]),
+        np.concatenate([cost, np.zeros(len(flow_lower)), np.ones(n_pen)]),
         0.0,
         a_eq,
         b_eq,
         a_ub,
         b_ub,
-        np.concatenate([np.zeros(problem.m * problem.n), flow_lower]),
-        np.concatenate([upper, np.full(len(flow_lower), np.inf)]),
+        np.concatenate([np.zeros(problem.m * problem.n), flow_lower, np.zeros(n_pen)]),
+        np.concatenate([upper, np.full(len(flow_lower) + n_pen, np.inf)]),
         problem.m * problem.n,
+        n_pen,
     )
     return system, low
 
@@ -318,7 +327,8 @@ def solve_l1_highs(
     lp.a_matrix_.index_ = a.indices
     lp.a_matrix_.value_ = a.data
     if integer:
-        kinds = [highspy.HighsVarType.kInteger] * system.n_hist + [highspy.HighsVarType.kInteger] * (n - system.n_hist)
+        continuous = system.n_continuous
+        kinds = [highspy.HighsVarType.kInteger] * (n - continuous) + [highspy.HighsVarType.kContinuous] * continuous
         lp.integrality_ = kinds
     h.passModel(lp)
     h.run()

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpmodels.core.errors import InfeasibleDomainError, ModelStructureError
+from dpmodels.core.errors import DataValidationError, InfeasibleDomainError, ModelStructureError
 
 from .node_data import split_floor
 
@@ -207,6 +207,8 @@ def round_by_flow(problem, hstar: np.ndarray, objective: str = "l1") -> FlowRoun
     if getattr(problem, "rows", ()):
         raise ModelStructureError("topdown_flow: production rows (child_rows.py) are not network rows; use highs")
     low, phi = split_floor(np.asarray(hstar, dtype=np.float64).reshape(problem.m, problem.n))
+    if objective not in ("l1", "paper"):
+        raise DataValidationError("objective", f"the flow rounder takes 'l1' or 'paper', got {objective!r}")
     cost = (1 - 2 * phi) if objective == "l1" else -phi
     net = rounding_network(problem, low, cost)
     flows = _solve_networkx(net)

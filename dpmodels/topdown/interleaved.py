@@ -15,8 +15,10 @@ The result is the last pass's rounding.  Each pass is an ordinary node solve
 the same verification), so each pass is a Pyomo model (``build_l2`` / ``build_l1`` with the earlier
 answers as ``production_row`` constraints) that the existing plugins or any QP/MILP solver can take.
 
-Differences from the production code, by design: one rounder (the 2019 rounding ``floor + y`` with the
-L1 objective) instead of the production's query-weighted multipass rounder; the L2 of a pass is one
+Differences from the production code, by design: the rounder is the 2019 rounding ``floor + y`` with the
+cells' L1 objective unless ``NodeOptions(objective="queries")`` selects the production's query rounder
+(:mod:`.query_rounder`, one rounder pass over the pass's queries, where the production may split its
+rounder into inner passes of its own); the L2 of a pass is one
 solve rather than the production's inner passes with optimality tolerances; the pass sequence is
 the same at every level (a pass none of whose query sets is measured at a solve is skipped there).
 The production raises when a pass fails (its interleaved optimizer has no failsafe); here a pass's

@@ -46,8 +46,12 @@ from .model_blocks import (
     l2_objective_terms,
 )
 from .node_data import NodeProblem, split_floor
+from .query_rounder import add_query_penalties, cell_costs
 
-__all__ = ["build_l2", "build_l1", "histogram_values", "L2Payload", "RoundingPayload"]
+__all__ = ["build_l2", "build_l1", "histogram_values", "L2Payload", "RoundingPayload", "ROUNDING_OBJECTIVES"]
+
+#: The rounding objectives: the cells' L1 distance, the paper's ``-phi``, the 2020 query rounder.
+ROUNDING_OBJECTIVES = ("l1", "paper", "queries")
 
 
 # ---------------------------------------------------------------------- marker payloads
@@ -166,15 +170,17 @@ def build_l1(
         The L2 solution (children x active cells) to round.
     relax : bool, default False
         The LP relaxation (``y`` in [0, 1]).
-    objective : {"l1", "paper"}, default "l1"
-        The rounding objective.
+    objective : {"l1", "paper", "queries"}, default "l1"
+        The rounding objective: the cells' L1 distance to ``H*``, the paper's ``-phi``, or the 2020
+        production's query rounder (:mod:`.query_rounder`: ``|Q_r y - round(Q_r phi)|`` per measured
+        marginal row, plus the cell term when the detailed query is measured).
     edits : bool, default True
         Keep the linear edits.
     fingerprint : bool, default True
         Record the model's structural hash in its marker.
     """
-    if objective not in ("l1", "paper"):
-        raise DataValidationError("objective", f"must be 'l1' or 'paper', got {objective!r}")
+    if objective not in ROUNDING_OBJECTIVES:
+        raise DataValidationError("objective", f"must be one of {ROUNDING_OBJECTIVES}, got {objective!r}")
     hstar = np.asarray(hstar, dtype=np.float64).reshape(problem.m, problem.n)
     low, phi = split_floor(hstar)
     rhs = _rounding_rhs(problem, low)
@@ -198,9 +204,10 @@ def build_l1(
     if not relax and hasattr(m, "GQ"):
         for v in (m.GQ, m.F, m.CB):
             v.domain = pyo.NonNegativeIntegers if v is not m.F else pyo.Integers
-    cost = (1 - 2 * phi) if objective == "l1" else -phi
+    cost = {"l1": lambda: 1 - 2 * phi, "paper": lambda: -phi, "queries": lambda: cell_costs(problem, phi)}[objective]()
+    penalties = add_query_penalties(m, problem, phi, hist, low) if objective == "queries" else 0
     m.objective = pyo.Objective(
-        expr=pyo.quicksum(float(cost[t, col[x]]) * m.y[t, x] for t, x in movable), sense=pyo.minimize
+        expr=pyo.quicksum(float(cost[t, col[x]]) * m.y[t, x] for t, x in movable) + penalties, sense=pyo.minimize
     )
     constant = float(phi.sum()) if objective == "l1" else None  # objective + constant = ||H - H*||_1
     attach_marker(

@@ -37,7 +37,7 @@ def parse_passes(text: str | None) -> tuple[tuple[str, ...], ...]:
 
 def production_release(args, data) -> dict:
     """The keyword arguments of :func:`~dpmodels.topdown.release.release` and ``release_facts`` that the
-    production options set: ``strategy``, ``level_shares`` (a preset) and ``options`` (passes).
+    production options set: ``strategy``, ``level_shares`` (a preset) and ``options`` (passes, rounder).
 
     Parameters
     ----------
@@ -53,10 +53,11 @@ def production_release(args, data) -> dict:
         preset = budget_preset(args.budget_preset, data.schema, data.geography.n_levels)
         out.update(strategy=preset.strategy, level_shares=preset.level_shares)
     passes = parse_passes(args.passes)
-    if passes:
+    rounder = getattr(args, "rounder", "cells")
+    if passes or rounder == "queries":
         from .solve import NodeOptions
 
-        out["options"] = NodeOptions(passes=passes)
+        out["options"] = NodeOptions(passes=passes, objective="queries" if rounder == "queries" else "l1")
     return out
 
 

@@ -245,6 +245,8 @@ def release_facts(
         declared["strategy_shares_per_level"] = [[str(v) for v in row] for row in strategy.per_level]
     if options is not None and options.passes:
         declared["passes"] = [list(p) for p in options.passes]
+    if options is not None and options.objective == "queries":
+        declared["rounder"] = "queries: |Q_r y - round(Q_r phi)| per measured marginal row (the 2020 production's)"
     notes = list(_NOTES)
     gaussian = noise == GAUSSIAN
     if gaussian:

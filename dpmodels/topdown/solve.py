@@ -31,7 +31,7 @@ from dpmodels.core.facade import solve
 from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel
 from .failsafe_models import build_failsafe_l1, build_failsafe_l2
 from .flow import solve_flow_rounding  # the plugins' algorithms, on plain data
-from .models import build_l1, build_l2, histogram_values
+from .models import ROUNDING_OBJECTIVES, build_l1, build_l2, histogram_values
 from .node_data import NodeProblem, split_floor
 from .tree_l2 import solve_tree_l2, tree_objective
 from .tum import matrix_certificate, tum_certificate
@@ -57,8 +57,9 @@ class NodeOptions:
         The rounding backend: ``"highs"`` (LP first) or ``"topdown_flow"``.
     weights : {"inverse_variance", "paper"}, default "inverse_variance"
         The L2 query weights.
-    objective : {"l1", "paper"}, default "l1"
-        The rounding objective.
+    objective : {"l1", "paper", "queries"}, default "l1"
+        The rounding objective: the cells' L1 distance to the L2 solution, the paper's ``-phi``, or
+        the 2020 production's query rounder (:mod:`.query_rounder`; HiGHS only).
     edits : bool, default True
         Keep the linear edits.
     time_limit : float, optional
@@ -92,6 +93,14 @@ class NodeOptions:
             raise DataValidationError("path", f"must be 'compiled' or 'pyomo', got {self.path!r}")
         if self.assembly not in ("batched", "previous"):
             raise DataValidationError("assembly", f"must be 'batched' or 'previous', got {self.assembly!r}")
+        if self.objective not in ROUNDING_OBJECTIVES:
+            raise DataValidationError("objective", f"must be one of {ROUNDING_OBJECTIVES}, got {self.objective!r}")
+        if self.objective == "queries" and (self.l1 == "topdown_flow" or self.assembly == "previous"):
+            raise DataValidationError(
+                "objective",
+                "the query rounder ('queries') is a MILP for HiGHS (l1='highs') in the batched assembly; "
+                f"got l1={self.l1!r}, assembly={self.assembly!r}",
+            )
 
 
 @dataclass
