@@ -45,7 +45,7 @@ from dpmodels.core.clusters import (
 )
 from dpmodels.core.errors import DataValidationError
 
-__all__ = ["resolve_executor", "map_tasks"]
+__all__ = ["resolve_executor", "map_tasks", "chunk_bounds", "CHUNKS_PER_SLOT"]
 
 _ACCEPTED = (
     "None or 'serial' (in-process), 'process' (process pool on all cores), "
@@ -150,31 +150,73 @@ def _run_serial(fn: Callable[..., Any], items: list, bar: tqdm, extra: tuple = (
     return results
 
 
+#: Chunks per task slot of a pool or cluster: enough for the slots to balance uneven tasks.
+CHUNKS_PER_SLOT = 4
+
+
+def _task_slots(ex: Executor) -> int:
+    """How many tasks ``ex`` runs at once: a Dask cluster's worker threads, a pool's workers."""
+    if isinstance(ex, DaskExecutor):
+        workers = ex.client.scheduler_info().get("workers", {})
+        return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
+    return max(1, int(getattr(ex, "_max_workers", None) or os.cpu_count() or 1))
+
+
+def chunk_bounds(n_items: int, slots: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` of the chunks a pool or cluster gets: about :data:`CHUNKS_PER_SLOT` per slot,
+    consecutive items, in item order.
+
+    Parameters
+    ----------
+    n_items : int
+        How many items are mapped.
+    slots : int
+        How many tasks the executor runs at once.
+    """
+    size = max(1, -(-n_items // (CHUNKS_PER_SLOT * slots)))
+    return [(a, min(a + size, n_items)) for a in range(0, n_items, size)]
+
+
+def _run_chunk(fn: Callable[..., Any], chunk: list, start: int, total: int, *extra) -> list:
+    """``[fn(item, *extra) for item in chunk]`` on a worker; an error names the item's index in the map."""
+    out = []
+    for k, item in enumerate(chunk):
+        try:
+            out.append(fn(item, *extra))
+        except Exception as exc:
+            _note_index(exc, start + k, total)
+            raise
+    return out
+
+
 def _run_pooled(fn: Callable[..., Any], items: list, ex: Executor, bar: tqdm, extra: tuple = ()) -> list:
-    """Submit every item (and ``extra``) to ``ex``, collect results by index; fail fast on the first error."""
+    """Submit the items (and ``extra``) to ``ex`` in chunks, collect results by index; fail fast on the
+    first error.
+
+    One task per chunk of consecutive items, about :data:`CHUNKS_PER_SLOT` chunks per worker slot: a
+    task's round trip (pickling, the scheduler's bookkeeping, the reply) is paid per chunk, not per
+    item, and a scheduler serving many workers handles a few tasks per worker instead of thousands.
+    """
+    bounds = chunk_bounds(len(items), _task_slots(ex))
     futures: list[Future] = []
-    results: list[Any] = [None] * len(items)
+    results: list[Any] = [None] * len(bounds)
     try:
-        for i, item in enumerate(items):
+        for a, b in bounds:
             try:
-                futures.append(ex.submit(fn, item, *extra))
+                futures.append(ex.submit(_run_chunk, fn, items[a:b], a, len(items), *extra))
             except Exception as exc:
-                _note_index(exc, i, len(items))
+                _note_index(exc, a, len(items))
                 raise
         index = {fut: i for i, fut in enumerate(futures)}
         for fut in as_completed(futures):
             i = index[fut]
-            try:
-                results[i] = fut.result()
-            except Exception as exc:
-                _note_index(exc, i, len(items))
-                raise
-            bar.update()
+            results[i] = fut.result()  # a task's error already names its item
+            bar.update(bounds[i][1] - bounds[i][0])
     except BaseException:
         for fut in futures:
             fut.cancel()
         raise
-    return results
+    return [r for chunk in results for r in chunk]
 
 
 @contextmanager

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.executors import map_tasks, resolve_executor
+from dpmodels.core.executors import CHUNKS_PER_SLOT, chunk_bounds, map_tasks, resolve_executor
 
 distributed = pytest.importorskip("distributed")
 
@@ -236,3 +238,35 @@ def test_progress_bar_with_dask(dask_client, capsys):
 def test_no_progress_output_by_default(capsys):
     map_tasks(keyed_work, ITEMS[:3], executor=2)
     assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------- chunks
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 3000), st.integers(1, 64))
+def test_chunks_cover_the_items_in_order_about_four_per_slot(n_items, slots):
+    bounds = chunk_bounds(n_items, slots)
+    starts = [a for a, _ in bounds]
+    assert starts == sorted(starts) and all(a < b for a, b in bounds)
+    assert [i for a, b in bounds for i in range(a, b)] == list(range(n_items))  # every item once, in order
+    assert len(bounds) <= CHUNKS_PER_SLOT * slots
+    if n_items >= CHUNKS_PER_SLOT * slots:
+        assert len(bounds) > (CHUNKS_PER_SLOT * slots) // 2  # enough chunks to balance the slots
+
+
+class _CountingPool(ThreadPoolExecutor):
+    """A real thread pool that counts the tasks submitted to it."""
+
+    def __init__(self, workers):
+        super().__init__(max_workers=workers)
+        self.submitted = 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.submitted += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+def test_a_pool_gets_one_task_per_chunk_and_the_results_in_order():
+    with _CountingPool(3) as pool:
+        out = map_tasks(keyed_work, range(500), executor=pool)
+    assert out == [keyed_work(i) for i in range(500)]
+    assert pool.submitted == len(chunk_bounds(500, 3)) == CHUNKS_PER_SLOT * 3
