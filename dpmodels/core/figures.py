@@ -81,6 +81,7 @@ METHOD_STYLES: dict[str, tuple[str, str]] = {
     "auto": _style("indigo", "P"),
     "paper weights": _style("purple", "D"),
     "paper objective": _style("vermillion", "X"),
+    "query rounder": _style("teal", "<"),
     # metricdp (compare.METHODS, bench.sweep.SWEEP_METHODS)
     "full LP simplex": _style("blue", "s"),
     "full LP ipm": _style("sky", "v"),

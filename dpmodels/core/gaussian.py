@@ -37,6 +37,7 @@ from .samplers import (
     bernoulli_exp,
     bernoulli_exp_scalar,
     discrete_laplace,
+    in_chunks,
     positive_fraction,
     raw_words,
     uniform_below,
@@ -101,6 +102,12 @@ def discrete_gaussian(sigma2, size, rng: np.random.Generator) -> np.ndarray:
     den = 2 * p * q * t * t
     accept = _accept_int64 if den < EXACT_LIMIT else _accept_limbs
     n = int(np.prod(size)) if np.ndim(size) else int(size)
+    return in_chunks(lambda k: _discrete_gaussian(p, q, t, accept, k, rng), n).reshape(size)
+
+
+def _discrete_gaussian(p: int, q: int, t: int, accept, n: int, rng) -> np.ndarray:
+    """``n`` draws of Alg. 3 (one pass of :func:`discrete_gaussian`)."""
+    den = 2 * p * q * t * t
     out = np.empty(n, dtype=np.int64)
     todo = np.arange(n)
     while todo.size:
@@ -108,7 +115,7 @@ def discrete_gaussian(sigma2, size, rng: np.random.Generator) -> np.ndarray:
         keep = accept(np.abs(y), t, p, q, den, rng)
         out[todo[keep]] = y[keep]
         todo = todo[~keep]
-    return out.reshape(size)
+    return out
 
 
 def _accept_int64(ay: np.ndarray, t: int, p: int, q: int, den: int, rng) -> np.ndarray:

@@ -44,12 +44,19 @@ __all__ = [
     "bernoulli_exp",
     "bernoulli_exp_scalar",
     "discrete_laplace",
+    "in_chunks",
+    "DRAW_CHUNK",
     *_GAUSSIAN,
 ]
 
 EXACT_LIMIT = 2**55  # numerators and denominators of scales; leaves 8 bits of headroom in int64
 _K_CAP = 127  # Alg. 1's counter: den * K < 2^63; P(K > 127) = 1/127! (handled exactly anyway)
 _V_CAP = 255  # geometric part of Alg. 2: t * V < 2^63; P(V > 255) = e^-256 (refused, never wrapped)
+#: Draws per pass of the vectorised samplers: the rejection loops keep about a dozen arrays of the
+#: draws' length alive, so a large request is drawn in chunks of this many (independent draws, so the
+#: law is the same; a request at most this long reads the generator exactly as before).  Measured:
+#: one county of the largest state (24 million block cells) peaked at 2.9 GB in TopDown's measurement.
+DRAW_CHUNK = 2**20
 
 
 def positive_fraction(value, field: str) -> Fraction:
@@ -237,6 +244,23 @@ def discrete_laplace(scale, size, rng: np.random.Generator) -> np.ndarray:
     lam = exact_fraction(scale, "scale")
     t, s = lam.numerator, lam.denominator
     n = int(np.prod(size)) if np.ndim(size) else int(size)
+    return in_chunks(lambda k: _discrete_laplace(t, s, k, rng), n).reshape(size)
+
+
+def in_chunks(draw, n: int) -> np.ndarray:
+    """``n`` int64 draws made by ``draw(k)`` in chunks of at most :data:`DRAW_CHUNK` (one call when ``n``
+    is no longer), concatenated in order."""
+    if n <= DRAW_CHUNK:
+        return draw(n)
+    out = np.empty(n, dtype=np.int64)
+    for a in range(0, n, DRAW_CHUNK):
+        b = min(a + DRAW_CHUNK, n)
+        out[a:b] = draw(b - a)
+    return out
+
+
+def _discrete_laplace(t: int, s: int, n: int, rng) -> np.ndarray:
+    """``n`` draws of Alg. 2 at scale ``t/s`` (one pass of :func:`discrete_laplace`)."""
     out = np.empty(n, dtype=np.int64)
     todo = np.arange(n)
     while todo.size:
@@ -250,7 +274,7 @@ def discrete_laplace(scale, size, rng: np.random.Generator) -> np.ndarray:
         done = np.zeros(todo.size, dtype=bool)
         done[np.flatnonzero(keep)[ok]] = True
         todo = todo[~done]
-    return out.reshape(size)
+    return out
 
 
 def _geometric_exp1(n: int, rng) -> np.ndarray:

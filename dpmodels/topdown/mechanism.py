@@ -325,13 +325,24 @@ def measure(
     hist = data.node_histograms_all()
     by_node: list[list[NodeMeasurement]] = [[] for _ in range(geo.n_regions)]
     for rows, query, scale in plan.steps:
-        noisy, variance = _noisy_answers(noise, hist[rows] @ plan.matrices[query.name].T, scale, rng)
-        for k, r in enumerate(rows):
-            by_node[r].append(NodeMeasurement(query.name, noisy[k], variance))
+        matrix = plan.matrices[query.name].T
+        for part in _row_chunks(rows, matrix.shape[1]):  # a level at a time would hold ~12 dense copies
+            noisy, variance = _noisy_answers(noise, hist[part] @ matrix, scale, rng)
+            for k, r in enumerate(part):
+                by_node[r].append(NodeMeasurement(query.name, noisy[k], variance))
     info = {"neighbours": neighbours, "records_may_leave": records_may_leave}
     if plan.level_rhos:
         info.update(rho=sum(plan.level_rhos, Fraction(0)), level_rhos=plan.level_rhos)
     return Measurements(plan.strategy, by_node, plan.ledger, plan.level_epsilons, noise, info)
+
+
+def _row_chunks(rows: np.ndarray, answers_per_row: int) -> list[np.ndarray]:
+    """``rows`` in consecutive parts of at most :data:`~dpmodels.core.samplers.DRAW_CHUNK` answers (one
+    row at least), drawn in order: independent draws, the law of one pass, one part's arrays at a time."""
+    from dpmodels.core.samplers import DRAW_CHUNK
+
+    per = max(1, DRAW_CHUNK // max(answers_per_row, 1))
+    return [rows[a : a + per] for a in range(0, len(rows), per)]
 
 
 def _answer_matrices(strategy: Strategy, noise: str, population) -> dict[str, sp.csr_matrix]:

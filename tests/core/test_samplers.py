@@ -273,3 +273,42 @@ def test_bench_noise_runs_both_tables_at_a_tiny_size(tmp_path):
     doc = json.loads(out.read_text())
     assert [row["scores"] for row in doc["exponential mechanism"]][0] == "all tied"
     assert doc["exponential mechanism"][0]["x tied"] == 1 and len(doc["noise"]) >= 5
+
+
+# ----------------------------------------------------------------------------- chunked draws
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Draw in chunks of 1,000 so that a test-sized request crosses many chunk boundaries."""
+    import dpmodels.core.samplers as samplers
+
+    monkeypatch.setattr(samplers, "DRAW_CHUNK", 1000)
+
+
+def test_a_request_within_one_chunk_reads_the_generator_as_one_pass(small_chunks):
+    """Up to DRAW_CHUNK draws nothing changes: a chunked request of 1,000 equals the same stream's
+    first pass, which the rejection loop reads as before."""
+    from dpmodels.core.samplers import _discrete_laplace
+
+    np.testing.assert_array_equal(
+        discrete_laplace(Fraction(7, 2), 1000, chacha(8)), _discrete_laplace(7, 2, 1000, chacha(8))
+    )
+
+
+@pytest.mark.parametrize("scale", [Fraction(1, 3), Fraction(7, 2)])
+def test_chunked_discrete_laplace_matches_the_exact_pmf(small_chunks, scale):
+    draws = discrete_laplace(scale, (200, 1000), chacha(13))  # 200 chunks
+    assert draws.shape == (200, 1000)
+    a = math.exp(-1 / scale)
+    support = np.arange(-int(5 * scale) - 3, int(5 * scale) + 4)
+    pmf = (1 - a) / (1 + a) * a ** np.abs(support)
+    assert chisquare_pvalue(draws.ravel(), support, pmf) > 1e-4
+
+
+def test_chunked_discrete_gaussian_matches_the_exact_pmf(small_chunks):
+    sigma2 = Fraction(3)
+    draws = discrete_gaussian(sigma2, 200_000, chacha(14))
+    wide = np.arange(-60 * 4, 60 * 4 + 1)
+    weights = np.exp(-(wide.astype(float) ** 2) / (2 * float(sigma2)))
+    pmf = weights / weights.sum()
+    inner = np.abs(wide) <= 4 * math.sqrt(sigma2) + 2
+    assert chisquare_pvalue(draws, wide[inner], pmf[inner]) > 1e-4
