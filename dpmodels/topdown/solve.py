@@ -241,7 +241,7 @@ def _round(problem, hstar, opts, edits):
         if np.abs(values - np.round(values)).max(initial=0) <= 1e-6:
             return np.round(values).astype(np.int64), "lp-integral", res.termination_condition.name, cert
     mip = build_l1(problem, hstar, relax=False, objective=opts.objective, edits=edits, fingerprint=False)
-    res = solve(mip, "highs", time_limit=opts.time_limit)
+    res = solve(mip, "highs", time_limit=opts.time_limit, options={"mip_rel_gap": 0.0})  # as the matrix path
     values = np.round(histogram_values(mip)).astype(np.int64) if res.termination_condition == OK else None
     return values, "mip", res.termination_condition.name, cert
 
