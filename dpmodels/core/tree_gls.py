@@ -4,8 +4,10 @@ Every region ``v`` of a :class:`~dpmodels.core.hierarchy.Hierarchy` has an unkno
 ``x_v`` over the same cells, and a parent's histogram is the sum of its children's.  Region ``v``
 has noisy answers ``y_{v,q} = A_q x_v + e`` to query sets ``q`` (matrices ``A_q``), the noise
 independent with mean 0 and variance ``sigma^2_{v,q}`` per answer (any distribution: discrete
-Laplace, discrete Gaussian, ...).  Two kinds of public facts are exact: *structural zeros* (cells
-that are 0 in every region) and *totals* of some regions.  The generalised least squares
+Laplace, discrete Gaussian, ...).  Three kinds of public facts are exact: *structural zeros* (cells
+that are 0 in every region), *totals* of some regions, and *group totals* (the sum of the totals
+of a set of regions, e.g. sibling parts of a state held to one public population).  The
+generalised least squares
 estimate minimises
 
     sum_v sum_q ||A_q x_v - y_{v,q}||^2 / sigma^2_{v,q}
@@ -24,10 +26,11 @@ region's own measurement with the sum of its children's estimates by inverse var
 pass splits the parent's residual among the children in proportion to their variances.  When no
 such basis exists (structural zeros with variance ratios that differ between regions), the same
 passes run on the precision matrices (:mod:`dpmodels.core.tree_gls_dense`: cubic in the cells).  Totals
-along a basis coordinate are fixed in the passes; otherwise they are imposed afterwards by the
-exact rank-``J`` correction of the constrained BLUE (``J`` regions with totals; one more pass per
-total gives the covariance it needs).  The cost is linear in the number of regions (times the
-cells, squared when the basis is not the cells themselves, and times ``J + 1``).
+along a basis coordinate are fixed in the passes; otherwise they, and every group total, are imposed
+afterwards by the exact rank-``J`` correction of the constrained BLUE
+(:mod:`dpmodels.core.tree_gls_facts`: ``J`` exact sums; one more pass per sum gives the covariance it
+needs).  The cost is linear in the number of regions (times the cells, squared when the basis is not
+the cells themselves, and times ``J + 1``).
 
 The variances of the estimate (:class:`GLSResult`) are exact for the stated noise variances;
 the intervals of :meth:`GLSResult.intervals` are discussed there.
@@ -44,6 +47,7 @@ import scipy.sparse as sp
 from .errors import DataValidationError
 from .hierarchy import Hierarchy
 from .tree_gls_dense import dense_passes
+from .tree_gls_facts import MAX_CORRECTION_ENTRIES, ExactSums, correct_for_sums, information_runs
 from .tree_gls_passes import (
     TreeLevels,
     common_basis,
@@ -53,10 +57,15 @@ from .tree_gls_passes import (
     upward_variances,
 )
 
-__all__ = ["GLSQuery", "TreeGLSProblem", "GLSResult", "solve_tree_gls", "gls_objective", "interval_halfwidth"]
-
-#: Largest ``J x regions x coordinates`` of the rank-J correction's covariance columns (memory bound).
-MAX_CORRECTION_ENTRIES = 200_000_000
+__all__ = [
+    "GLSQuery",
+    "TreeGLSProblem",
+    "GLSResult",
+    "solve_tree_gls",
+    "gls_objective",
+    "interval_halfwidth",
+    "MAX_CORRECTION_ENTRIES",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,6 +109,8 @@ class TreeGLSProblem:
         Region position -> its exact (public) total over all cells.
     zeros : sequence of int, optional
         Cells that are 0 in every region (public structural zeros).
+    group_totals : sequence of (sequence of int, float), optional
+        ``(region positions, total)``: the exact (public) sum of the totals of distinct regions.
     """
 
     hierarchy: Hierarchy
@@ -107,6 +118,7 @@ class TreeGLSProblem:
     queries: tuple[GLSQuery, ...]
     totals: dict = field(default_factory=dict)
     zeros: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    group_totals: tuple = ()
 
     def __post_init__(self):
         n = self.hierarchy.n_regions
@@ -129,6 +141,7 @@ class TreeGLSProblem:
                 raise DataValidationError("totals", f"region {self.hierarchy.names[region]!r} has total {value!r}")
             totals[int(region)] = float(value)
         object.__setattr__(self, "totals", totals)
+        object.__setattr__(self, "group_totals", _checked_groups(self.group_totals, self.hierarchy))
 
     @property
     def active(self) -> np.ndarray:
@@ -156,6 +169,24 @@ def _checked_query(q: GLSQuery, n_regions: int, n_cells: int) -> GLSQuery:
     return GLSQuery(q.name, matrix, values, variances)
 
 
+def _checked_groups(groups, hierarchy: Hierarchy) -> tuple[tuple[tuple[int, ...], float], ...]:
+    """``(regions, total)`` pairs with distinct valid region positions and a finite total."""
+    n, out = hierarchy.n_regions, []
+    for entry in groups:
+        try:
+            regions, total = entry
+            positions = tuple(int(r) for r in regions)
+            ok = all(not isinstance(r, bool) and int(r) == r for r in regions)
+        except (TypeError, ValueError):
+            raise DataValidationError("group_totals", f"entries are (regions, total), got {entry!r}") from None
+        if not ok or not positions or len(set(positions)) != len(positions) or not all(0 <= r < n for r in positions):
+            raise DataValidationError("group_totals", f"needs distinct region positions in 0..{n - 1}, got {regions!r}")
+        if not np.isfinite(total):
+            raise DataValidationError("group_totals", f"the group {positions} has total {total!r}")
+        out.append((positions, float(total)))
+    return tuple(out)
+
+
 @dataclass
 class GLSResult:
     """The GLS estimate of every region and its variances.
@@ -173,7 +204,8 @@ class GLSResult:
     objective : float
         The weighted sum of squared residuals at the estimate.
     info : dict
-        How it was computed (``basis``, ``totals``: ``"fixed coordinate"`` or ``"rank-J correction"``).
+        How it was computed (``basis``, ``totals``: ``"fixed coordinate"`` or ``"rank-J correction"``,
+        ``J``: the exact sums of the correction, ``group totals`` when any).
     """
 
     hierarchy: Hierarchy
@@ -262,7 +294,7 @@ def solve_tree_gls(problem: TreeGLSProblem) -> GLSResult:
     Parameters
     ----------
     problem : TreeGLSProblem
-        The tree, the noisy query sets, the structural zeros and the exact totals.
+        The tree, the noisy query sets, the structural zeros, the exact totals and group totals.
 
     Returns
     -------
@@ -274,18 +306,29 @@ def solve_tree_gls(problem: TreeGLSProblem) -> GLSResult:
     found = common_basis(parts["precisions"], ones)
     levels = TreeLevels(h)
     if found is None:
-        constrained = sorted(problem.totals)
-        runs = _information_runs(parts["information"], ones, constrained, h.n_regions)
+        sums = _exact_sums(problem, with_totals=True)
+        runs = information_runs(parts["information"], ones, sums)
         est, cell_var, total_var = dense_passes(levels, parts["precisions"], parts["pattern"], runs, h.names)
         info = {"basis": "none (matrix passes)", "totals": "rank-J correction"}
     else:
-        est, cell_var, total_var, constrained, info = _scalar_route(problem, parts, found, levels)
-    coords, cell_var, total_var = _correct(problem, est, cell_var, total_var, constrained)
+        est, cell_var, total_var, sums, info = _scalar_route(problem, parts, found, levels)
+    coords, cell_var, total_var = correct_for_sums(sums, est, cell_var, total_var)
     estimate = np.zeros((h.n_regions, problem.n_cells))
     variance = np.zeros((h.n_regions, problem.n_cells))
     estimate[:, active], variance[:, active] = coords, cell_var
-    info.update(J=len(constrained), patterns=len(parts["precisions"]))
+    info.update(J=len(sums), patterns=len(parts["precisions"]))
+    if problem.group_totals:
+        info["group totals"] = "rank-J correction"
     return GLSResult(h, estimate, variance, total_var, gls_objective(problem, estimate), info)
+
+
+def _exact_sums(problem: TreeGLSProblem, with_totals: bool) -> ExactSums:
+    """The facts of the rank-J correction: the region totals (unless the passes fix them), then the groups."""
+    names = problem.hierarchy.names
+    sums = [((r,), t, names[r]) for r, t in sorted(problem.totals.items())] if with_totals else []
+    for regions, total in problem.group_totals:
+        sums.append((regions, total, "group of " + "+".join(names[r] for r in regions)))
+    return ExactSums.of(sums, problem.hierarchy.n_regions)
 
 
 def _scalar_route(problem: TreeGLSProblem, parts: dict, found, levels: TreeLevels):
@@ -298,9 +341,11 @@ def _scalar_route(problem: TreeGLSProblem, parts: dict, found, levels: TreeLevel
     c = ones if basis is None else basis.T @ ones  # a region's total is c . (its coordinates)
     fixed, fixed_values = _fixed_totals(problem, c, aligned, lam.shape)
     S, C = upward_variances(levels, lam, fixed, h.names)
-    constrained = sorted(problem.totals) if not aligned else []
-    runs = _information_runs(b, c, constrained, h.n_regions)
-    est, _, _ = estimate_means(levels, lam, runs, fixed, fixed_values[..., None], S, C, h.names)
+    sums = _exact_sums(problem, with_totals=not aligned)
+    runs = information_runs(b, c, sums)
+    run_values = np.zeros(runs.shape)  # the covariance runs fix their coordinates at 0
+    run_values[..., 0] = fixed_values
+    est, _, _ = estimate_means(levels, lam, runs, fixed, run_values, S, C, h.names)
     var = posterior_variances(levels, S, C)
     if basis is None:
         cells, cell_var = est, var
@@ -312,7 +357,7 @@ def _scalar_route(problem: TreeGLSProblem, parts: dict, found, levels: TreeLevel
         "basis": "cells" if basis is None else "eigenvectors",
         "totals": "fixed coordinate" if aligned else "rank-J correction",
     }
-    return cells, cell_var, var @ c**2, constrained, info
+    return cells, cell_var, var @ c**2, sums, info
 
 
 def _measurement_parts(problem: TreeGLSProblem, active: np.ndarray) -> dict:
@@ -339,56 +384,3 @@ def _fixed_totals(problem: TreeGLSProblem, c: np.ndarray, aligned: bool, shape) 
         fixed[regions, k] = True
         values[regions, k] = np.array([problem.totals[r] for r in regions]) / c[k]
     return fixed, values
-
-
-def _information_runs(b: np.ndarray, c: np.ndarray, constrained: list[int], n_regions: int) -> np.ndarray:
-    """The information vectors of the passes: the data's, then one unit run per exact total (rank-J)."""
-    entries = len(constrained) * n_regions * len(c)
-    if entries > MAX_CORRECTION_ENTRIES:
-        raise DataValidationError(
-            "totals",
-            f"{len(constrained)} exact totals off the basis need {entries:,} covariance entries (more than "
-            f"{MAX_CORRECTION_ENTRIES:,}); declare totals at fewer regions",
-        )
-    runs = np.zeros(b.shape + (1 + len(constrained),))
-    runs[..., 0] = b
-    for j, region in enumerate(constrained):
-        runs[region, :, 1 + j] = c
-    return runs
-
-
-def _correct(problem: TreeGLSProblem, est, cell_var, total_var, constrained):
-    """Estimates, cell variances and total variances after the rank-J correction for the totals.
-
-    ``est`` is regions x cells x runs: run 0 the estimate ``x`` without the constrained totals,
-    run ``1 + j`` the covariance ``Cov(x, g_j)`` with ``g_j`` the estimated total of the ``j``-th
-    constrained region.  The constrained BLUE is ``x - Cov(x, g) Cov(g)^{-1} (g - T)`` and its
-    covariance ``Cov(x) - Cov(x, g) Cov(g)^{-1} Cov(g, x)``.
-    """
-    coords = est[..., 0]
-    if not constrained:
-        return coords, cell_var, total_var
-    cross = est[..., 1:]  # regions x cells x J
-    cross_total = cross.sum(axis=1)  # Cov(total of each region, g)
-    gap = coords[constrained].sum(axis=1) - np.array([problem.totals[r] for r in constrained])
-    whiten = _whitening(cross_total[constrained], gap, [problem.hierarchy.names[r] for r in constrained])
-    coords = coords - cross @ (whiten @ (whiten.T @ gap))
-    white = cross.reshape(-1, len(constrained)) @ whiten
-    cell_var = np.maximum(cell_var - (white**2).sum(axis=1).reshape(cell_var.shape), 0.0)
-    total_var = np.maximum(total_var - ((cross_total @ whiten) ** 2).sum(axis=1), 0.0)
-    return coords, cell_var, total_var
-
-
-def _whitening(cov: np.ndarray, gap: np.ndarray, names: list[str]) -> np.ndarray:
-    """``W`` with ``W W^T`` the pseudo-inverse of ``cov`` (the totals' covariance).
-
-    Totals that are implied by others (a region and its only child, or a parent and all its
-    children) make ``cov`` singular; they must then agree with the others (the gap has no part
-    in the null space), else the facts contradict each other and are refused.
-    """
-    mu, q = np.linalg.eigh(cov)
-    keep = mu > 1e-10 * max(float(mu.max()), 1e-300)
-    null = q[:, ~keep].T @ gap
-    if null.size and np.abs(null).max() > 1e-7 * max(1.0, float(np.abs(gap).max())):
-        raise DataValidationError("totals", f"the exact totals of {names} contradict each other (tree sums)")
-    return q[:, keep] / np.sqrt(mu[keep])

@@ -7,6 +7,11 @@ basis of the null space of M), and the GLS is the ordinary weighted least square
 solved by ``numpy.linalg.lstsq``; its covariance is ``N (X_N^T W X_N)^{-1} N^T``.  Nothing here
 shares code with :mod:`dpmodels.core.tree_gls` (no tree passes, no basis change).
 
+A second oracle, :func:`kkt_gls`, takes every region's histogram as unknowns and solves the KKT
+system of the weighted least squares with every equality at once (tree sums, totals, group totals),
+the redundant equalities dropped by a pivoted QR; its covariance is ``G H G`` with ``G`` the top-left
+block of the KKT matrix's inverse and ``H`` the information matrix.
+
 Also: small random problems (random trees, Kronecker marginals) for the property tests.
 """
 
@@ -56,6 +61,52 @@ def dense_gls(problem: TreeGLSProblem) -> tuple[np.ndarray, np.ndarray, np.ndarr
         hv = np.kron(below[v], np.eye(k))
         cv = hv @ cov @ hv.T
         est[v, active], var[v, active], total_var[v] = hv @ theta, np.diag(cv), cv.sum()
+    return est, var, total_var
+
+
+def kkt_gls(problem: TreeGLSProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(estimate, cell variances, total variances)`` from the KKT system of every region's histogram."""
+    h, active = problem.hierarchy, problem.active
+    n, k = h.n_regions, len(active)
+    block = np.arange(n * k).reshape(n, k)  # unknown of (region, active cell)
+    info, grad = np.zeros((n * k, n * k)), np.zeros(n * k)
+    for q in problem.queries:
+        a = q.matrix.toarray()[:, active]
+        for v in np.flatnonzero(np.isfinite(q.variances)):
+            w = 1.0 / q.variances[v]
+            info[np.ix_(block[v], block[v])] += w * a.T @ a
+            grad[block[v]] += w * a.T @ q.values[v]
+    rows, rhs = [], []
+    for v in range(n):
+        kids = np.flatnonzero(h.parent == v)
+        if len(kids) == 0:
+            continue
+        for c in range(k):
+            row = np.zeros(n * k)
+            row[block[v, c]] = 1.0
+            row[block[kids, c]] = -1.0
+            rows.append(row)
+            rhs.append(0.0)
+    for regions, total in [((v,), t) for v, t in problem.totals.items()] + list(problem.group_totals):
+        row = np.zeros(n * k)
+        row[block[list(regions)].ravel()] = 1.0
+        rows.append(row)
+        rhs.append(total)
+    e, t = np.array(rows).reshape(-1, n * k), np.array(rhs)
+    if len(e):
+        _, r, piv = sla.qr(e.T, pivoting=True, mode="economic")
+        rank = int((np.abs(np.diag(r)) > 1e-10 * np.abs(r[0, 0])).sum())
+        e, t = e[np.sort(piv[:rank])], t[np.sort(piv[:rank])]
+    m = len(e)
+    kkt = np.block([[info, e.T], [e, np.zeros((m, m))]])
+    inverse = np.linalg.inv(kkt)
+    x = (inverse @ np.concatenate([grad, t]))[: n * k]
+    g = inverse[: n * k, : n * k]
+    cov = g @ info @ g
+    est, var, total_var = np.zeros((n, problem.n_cells)), np.zeros((n, problem.n_cells)), np.zeros(n)
+    for v in range(n):
+        cv = cov[np.ix_(block[v], block[v])]
+        est[v, active], var[v, active], total_var[v] = x[block[v]], np.diag(cv), cv.sum()
     return est, var, total_var
 
 
