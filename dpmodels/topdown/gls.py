@@ -4,7 +4,8 @@ Beside TopDown's non-negative L2 fit and rounding, the same noisy answers suppor
 generalised least-squares estimate of the whole tree at once (:mod:`dpmodels.core.tree_gls`:
 Hay et al. 2010; the idea of the Census's full-information GLS, MITRE's SEA BLUE and Google's
 BlueDown).  It uses every query set at every region, weighted by its variance, the public
-structural zeros and the invariant totals; it is unbiased and has the smallest variance of any
+structural zeros, the invariant totals and the grouped child totals (:class:`~dpmodels.topdown.knowledge.ChildGroup`);
+it is unbiased and has the smallest variance of any
 linear unbiased estimate, with exact variances for confidence intervals.  It is **not** a
 release of histograms: its cells are real numbers, possibly negative or fractional (rounding or
 clipping them would bias them), and it does not use the inequality facts (group-quarters flows,
@@ -41,25 +42,22 @@ def gls_problem(
 
     Every query set of the strategy becomes a :class:`~dpmodels.core.tree_gls.GLSQuery` (a region
     that lacks it counts as unmeasured by it), each region's answers matched by the query set's
-    name; the invariant totals and the structural zeros are exact facts.  Group-quarters facts and
-    edits (inequalities) are not used; grouped child totals are refused (not imposed yet).
+    name; the invariant totals, the structural zeros and the grouped child totals (the sum of a group's
+    region totals is its public total) are exact facts.  Group-quarters facts and edits (inequalities)
+    are not used.
 
     Parameters
     ----------
     measurements : Measurements
         The noisy answers, ``by_node`` in the geography's order.
     knowledge : PublicKnowledge
-        The invariant totals and structural zeros.
+        The invariant totals, structural zeros and grouped child totals.
     schema : Schema
         The histogram's attributes.
     geography : Hierarchy
         The regions.
     """
     knowledge.check(geography)
-    if getattr(knowledge, "child_groups", ()):
-        raise DataValidationError(
-            "knowledge", "grouped child totals are not imposed by the GLS (only region totals and zeros): drop them"
-        )
     if len(measurements.by_node) != geography.n_regions:
         raise DataValidationError(
             "measurements", f"need answers for {geography.n_regions} regions, got {len(measurements.by_node)}"
@@ -67,7 +65,9 @@ def gls_problem(
     queries = tuple(_query(measurements, q.name, q.matrix, geography) for q in measurements.strategy.queries)
     totals = {i: float(t) for i, t in enumerate(knowledge.invariant_totals)}
     zeros = np.asarray(knowledge.structural_zeros, dtype=np.int64)
-    return TreeGLSProblem(geography, schema.size, queries, totals, zeros)
+    index = geography.index
+    groups = tuple((tuple(index[r] for r in g.regions), float(g.total)) for g in knowledge.child_groups)
+    return TreeGLSProblem(geography, schema.size, queries, totals, zeros, groups)
 
 
 def _query(measurements: Measurements, name: str, matrix, geography: Hierarchy) -> GLSQuery:
@@ -98,7 +98,7 @@ def gls_estimate(
     measurements : Measurements
         The noisy answers (:func:`~dpmodels.topdown.mechanism.measure`, or a measurement file's).
     knowledge : PublicKnowledge
-        The invariant totals and structural zeros.
+        The invariant totals, structural zeros and grouped child totals.
     schema : Schema
         The histogram's attributes.
     geography : Hierarchy

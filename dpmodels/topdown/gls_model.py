@@ -2,7 +2,8 @@
 
 One variable per region and active cell (``x[region, cell]``, real, unbounded: the GLS estimate
 is unbiased, so neither non-negative nor integer), one constraint per internal region and cell
-(the region equals the sum of its children), one per exact total, and the objective
+(the region equals the sum of its children), one per exact total and one per group total (the sum
+of the group's regions' totals), and the objective
 
     sum over measured (region, query set, answer) of (A_q[answer] . x_region - y)^2 / variance.
 
@@ -31,7 +32,7 @@ __all__ = ["GLSPayload", "build_gls", "gls_values"]
 
 @dataclass(frozen=True, eq=False)
 class GLSPayload:
-    """Payload of ``topdown.gls``: the tree GLS problem (measurements, zeros, totals)."""
+    """Payload of ``topdown.gls``: the tree GLS problem (measurements, zeros, totals, group totals)."""
 
     problem: TreeGLSProblem
 
@@ -41,7 +42,8 @@ class GLSPayload:
     payload=GLSPayload,
     integer=False,
     objective="quadratic",
-    doc="Tree GLS / BLUE: weighted least squares of every region's histogram under the tree sums and exact totals",
+    doc="Tree GLS / BLUE: weighted least squares of every region's histogram under the tree sums and exact "
+    "(region and group) totals",
 )
 def build_gls(problem: TreeGLSProblem, *, fingerprint: bool = True) -> pyo.ConcreteModel:
     """The weighted least-squares model of a tree of histograms (module docstring).
@@ -49,7 +51,8 @@ def build_gls(problem: TreeGLSProblem, *, fingerprint: bool = True) -> pyo.Concr
     Parameters
     ----------
     problem : TreeGLSProblem
-        The hierarchy, the noisy query sets with their variances, the structural zeros and totals.
+        The hierarchy, the noisy query sets with their variances, the structural zeros, totals and
+        group totals.
     fingerprint : bool, default True
         Record the model's structural hash in its marker (structure plugins need it).
 
@@ -79,6 +82,13 @@ def build_gls(problem: TreeGLSProblem, *, fingerprint: bool = True) -> pyo.Concr
         m.total_regions,
         rule=lambda m, r: pyo.quicksum(m.x[r, c] for c in m.cells) == totals[r],
         doc="exact (invariant) totals",
+    )
+    groups = [([names[r] for r in regions], total) for regions, total in problem.group_totals]
+    m.groups = pyo.Set(initialize=range(len(groups)), ordered=True, doc="groups of regions with one exact total")
+    m.group_totals = pyo.Constraint(
+        m.groups,
+        rule=lambda m, g: pyo.quicksum(m.x[r, c] for r in groups[g][0] for c in m.cells) == groups[g][1],
+        doc="exact group totals (the sum of the group's region totals)",
     )
     m.objective = pyo.Objective(expr=_objective(m, problem, names, active), sense=pyo.minimize)
     layout = {"x": [(r, c) for r in names for c in active]}

@@ -241,8 +241,9 @@ class PublicKnowledge:
         return cls(totals[: _invariant_count(geography, total_level)], total_level, **rest)
 
     def check(self, geography: Hierarchy) -> None:
-        """Refuse a ``total_level`` outside the geography, totals beyond the invariant regions, and
-        occupancy caps that leave no room for an invariant total (public facts against public facts)."""
+        """Refuse a ``total_level`` outside the geography, totals beyond the invariant regions, group totals
+        the invariant totals contradict, and occupancy caps that leave no room for an invariant total
+        (public facts against public facts)."""
         need = _invariant_count(geography, self.total_level)
         if len(self.invariant_totals) != need:
             raise DataValidationError(
@@ -251,6 +252,7 @@ class PublicKnowledge:
                 f"{len(self.invariant_totals)}; the totals of deeper regions are not public",
             )
         _check_groups(self.child_groups, geography, self.total_level)
+        _check_group_totals(self, geography)
         _check_caps_against_totals(self, geography)
 
     @property
@@ -314,6 +316,34 @@ def _check_groups(groups: tuple[ChildGroup, ...], geography: Hierarchy, total_le
         if again:
             raise DataValidationError(f"child group {group.regions}", f"regions {sorted(again)} are in two groups")
         seen.update(group.regions)
+
+
+def _check_group_totals(knowledge: PublicKnowledge, geography: Hierarchy) -> None:
+    """Refuse group totals that no counts can meet with the invariant totals: a group of invariant regions
+    whose total is not their sum, groups of one parent that add to more than the parent's (invariant) total,
+    or that cover all its children and add to less."""
+    index, totals = geography.index, knowledge.invariant_totals
+    by_parent: dict[int, list[ChildGroup]] = {}
+    for group in knowledge.child_groups:
+        by_parent.setdefault(int(geography.parent[index[group.regions[0]]]), []).append(group)
+    for parent, groups in by_parent.items():
+        name = geography.names[parent]
+        for group in groups:
+            if geography.level[parent] + 1 <= knowledge.total_level:
+                own = int(sum(totals[index[r]] for r in group.regions))
+                if own != group.total:
+                    raise DataValidationError(
+                        f"child group {group.regions}",
+                        f"its total {group.total} is not the sum of its regions' invariant totals ({own})",
+                    )
+        summed = sum(g.total for g in groups)
+        covered = sum(len(g.regions) for g in groups) == len(geography.children(parent))
+        if summed > totals[parent] or (covered and summed != totals[parent]):
+            raise DataValidationError(
+                f"child groups of {name!r}",
+                f"their totals add to {summed}, {'not' if covered else 'more than'} the invariant total "
+                f"{int(totals[parent])} of {name!r}" + (" (they cover all its children)" if covered else ""),
+            )
 
 
 def _invariant_count(geography: Hierarchy, total_level: int) -> int:
