@@ -17,8 +17,9 @@ strategy) and hands the same noisy answers to every estimator:
   below the root, which it does not use.
 
 Public facts: with ``facts="shared"`` (the default) every estimator gets the same facts, the
-invariant totals and the structural zeros; the group-quarters facts and the edits (inequalities,
-which the GLS cannot use) are dropped for all.  With ``facts="all"`` the two TopDown estimators
+invariant totals, the grouped child totals (PGSR's DP excepted: Model 1 has no place for them) and
+the structural zeros; the group-quarters facts and the edits (inequalities, which the GLS cannot
+use) are dropped for all.  With ``facts="all"`` the two TopDown estimators
 also use them: the group-quarters facts zero every cell of a facility type a block does not have,
 an advantage on sparse data that is information, not estimation.
 
