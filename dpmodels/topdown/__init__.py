@@ -21,14 +21,15 @@ The folder, by what each module holds (the same names mean the same thing in eve
 ``queries``            the linear queries (Kronecker products), their sensitivities
 ``driver``             Algorithm 1: the root solve, then level by level (:func:`topdown`)
 ``solve``              one node: L2, then L1, the fallback chain, verification (:func:`solve_node`);
-                       ``node_data``: what a node solve sees
+                       ``node_data``: what a node solve sees; ``node_options``: its options
 ``compiled``           the node solves compiled straight to matrices, for scale
 ``flow``               the L1 rounding as a min-cost flow
 ``tree_l2``            the closed-form L2 solve where the structure allows
 ``tum``                the total-unimodularity certificate of a model's constraint matrix
 ``gls``                the GLS (best linear unbiased) estimate of every region beside TopDown
                        (:func:`gls_estimate`); ``gls_model``: its Pyomo QP (:func:`build_gls`)
-``interleaved``        the 2020 production's interleaved passes (:func:`solve_passes`), coarse first
+``interleaved``        the 2020 production's interleaved passes (:func:`solve_passes`), coarse first;
+                       ``inner_passes``: its L2 and rounder passes within a pass
 ``production``         the production's constraints: grouped child totals, occupancy caps, named
                        structural zeros (``child_rows``: the rows every solve path takes), the
                        failsafe's node list; ``budget_presets``: its budget allocation (``pl94-2020``)
@@ -94,6 +95,7 @@ _EXPORTS = {
     # the 2020 production's options
     "solve_passes": "dpmodels.topdown.interleaved",
     "check_passes": "dpmodels.topdown.interleaved",
+    "check_options": "dpmodels.topdown.interleaved",
     "budget_preset": "dpmodels.topdown.budget_presets",
     "structural_zeros": "dpmodels.topdown.production",
     "occupancy_caps": "dpmodels.topdown.production",

@@ -46,6 +46,7 @@ __all__ = [
     "PL94_2020_QUERY_SHARES",
     "PL94_2020_RHO",
     "PL94_2020_PASSES",
+    "PL94_2020_INNER_PASSES",
     "LEVEL_NAMES",
     "BudgetPreset",
     "budget_preset",
@@ -111,6 +112,9 @@ PL94_2020_QUERY_SHARES = {
 PL94_2020_RHO = F(542, 339) ** 2
 #: The interleaved passes closest to the production's PL94 ordering (the total isolated first).
 PL94_2020_PASSES = (("total",), ("rest",))
+#: The production's PL94 ordering itself: one pass whose L2 passes and rounder passes take the total first
+#: (``NodeOptions(l2_passes=..., rounder_passes=...)``; its ``Strategy1b_ST_CTY_TR_BG_isoTot_Ordering``).
+PL94_2020_INNER_PASSES = (("total",), ("rest",))
 #: The hhinstlevels recode of hhgq.
 HHINSTLEVELS = {
     "household": ("household",),

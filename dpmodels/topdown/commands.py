@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from dpmodels.core import options as std
-from dpmodels.core.commands import Command, Family, HelpFormatter, add_progress, positive_int
+from dpmodels.core.commands import Command, Family, HelpFormatter, add_progress, positive_float, positive_int
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.options import Names, one_of
 from dpmodels.core.runner import Result, experiment
@@ -250,6 +250,22 @@ def _production_arguments(p: argparse.ArgumentParser) -> None:
         "--passes",
         help="interleaved passes, coarse first: query sets split by ',', passes by ';', 'rest' for the others, e.g. "
         "'total; rest' or 'hhgq; rest'; each pass holds the earlier passes' rounded answers exactly",
+    )
+    p.add_argument(
+        "--l2-passes",
+        help="the production's L2 passes within each pass, written as --passes: each minimises its own query sets' "
+        "squared error, the earlier ones' answers held within --l2-tolerance, e.g. 'total; rest'",
+    )
+    p.add_argument(
+        "--l2-tolerance",
+        type=positive_float,
+        default=0.1,
+        help="how far an earlier L2 pass's answers may move in a later one (default 0.1, the production's)",
+    )
+    p.add_argument(
+        "--rounder-passes",
+        help="the production's rounder passes within each pass, written as --passes (with --rounder queries): each "
+        "rounds judged by its own query sets, holding the earlier ones' rounded answers exactly",
     )
     p.add_argument(
         "--rounder",

@@ -14,7 +14,7 @@ of one of these solves from the noisy measurements and the public knowledge.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -25,7 +25,7 @@ from dpmodels.core.executors import map_tasks, resolve_executor
 from dpmodels.core.hierarchy import Hierarchy
 
 from .data import PublicKnowledge, Schema, TopDownData, microdata
-from .interleaved import check_passes, solve_passes
+from .interleaved import check_options, solve_passes
 from .mechanism import Measurements, Strategy, measure
 from .node_data import ChildSpec, NodeProblem, WeightedQuery
 from .production import production_rows
@@ -191,8 +191,7 @@ def topdown(
     """
     knowledge.check(geography)  # public totals only for the invariant regions
     options = options or NodeOptions()
-    passes = check_passes(options.passes, measurements.strategy.queries)  # production passes (interleaved.py)
-    options = replace(options, passes=passes)
+    options = check_options(options, measurements.strategy.queries)  # production passes (interleaved.py)
     extra = production_rows(knowledge, geography)  # production rows: group totals, occupancy caps
     mats = {q.name: q.matrix.tocsr() for q in measurements.strategy.queries}
     identity = _identity_flags(measurements, schema.size)

@@ -10,10 +10,12 @@ released answer is its L2 answer rounded, wherever the constraints allow.
 
 ``NodeOptions(objective="queries")`` selects it, in both the matrix form (:func:`penalty_rows`, for
 HiGHS) and the Pyomo model (:func:`add_query_penalties`, in :func:`~dpmodels.topdown.models.build_l1`),
-so any MILP solver takes it.  Differences from the production, by design: one rounder pass over the
-solve's queries (with interleaved passes, :mod:`.interleaved`, a pass's solve carries that pass's
-queries only), where the production may split the rounder into its own inner passes; and a half
-rounds up (``floor(v + 1/2)``), not to even, which matters only for an exact half.
+so any MILP solver takes it.  It judges the solve's queries in one rounder pass (with interleaved
+passes, :mod:`.interleaved`, a pass's solve carries that pass's queries only), or in the
+production's rounder passes when declared (``NodeOptions(rounder_passes=...)``, :mod:`.inner_passes`).
+Differences from the production, by design: only measured query sets are judged (its rounder also
+takes unmeasured groupings); and a half rounds up (``floor(v + 1/2)``), not to even, which matters
+only for an exact half.
 """
 
 from __future__ import annotations

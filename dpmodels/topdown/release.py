@@ -31,7 +31,7 @@ from dpmodels.core.session import PrivacySession
 
 from .data import BOUNDING_RULES, PublicKnowledge, Schema, TopDownData
 from .driver import TopDownResult, histogram_frame, topdown
-from .interleaved import check_passes
+from .interleaved import check_options
 from .mechanism import Measurements, Strategy, default_strategy, level_unit_shares, measure, plan_measurement
 from .production import STRUCTURAL_ZERO_RULE
 from .solve import NodeOptions
@@ -113,8 +113,8 @@ def release(
     """
     if options is not None and not isinstance(options, NodeOptions):
         raise DataValidationError("options", f"must be a NodeOptions, got {type(options).__name__}")
-    if options is not None and options.passes:  # refused before the draw, like every public choice
-        check_passes(options.passes, (strategy or default_strategy(session._data.schema)).queries)
+    if options is not None:  # passes refused before the draw, like every public choice
+        check_options(options, (strategy or default_strategy(session._data.schema)).queries)
     with resolve_executor(executor) as pool:  # a bad executor is refused here, before the draw
         measured, public = measure_release(session, epsilon, strategy, level_shares, noise, rho=rho)
         return topdown(
@@ -245,6 +245,11 @@ def release_facts(
         declared["strategy_shares_per_level"] = [[str(v) for v in row] for row in strategy.per_level]
     if options is not None and options.passes:
         declared["passes"] = [list(p) for p in options.passes]
+    if options is not None and options.l2_passes:  # the production's inner passes (inner_passes.py)
+        declared["l2_passes"] = [list(p) for p in options.l2_passes]
+        declared["l2_tolerance"] = options.l2_tolerance
+    if options is not None and options.rounder_passes:
+        declared["rounder_passes"] = [list(p) for p in options.rounder_passes]
     if options is not None and options.objective == "queries":
         declared["rounder"] = "queries: |Q_r y - round(Q_r phi)| per measured marginal row (the 2020 production's)"
     notes = list(_NOTES)
@@ -333,12 +338,24 @@ def _invariants(data: TopDownData) -> dict:
 
 
 def _post_processing(options: NodeOptions) -> str:
-    if options.passes:
-        passes = "; ".join(f"pass {k}: {', '.join(p)}" for k, p in enumerate(options.passes, start=1))
+    if options.passes or options.l2_passes or options.rounder_passes:
+        passes = _listed("pass", options.passes) or "one pass of every query set"
+        l2 = rounder = ""
+        if options.l2_passes:
+            l2 = (
+                f" in L2 passes ({_listed('L2 pass', options.l2_passes)}), each fitting its own query sets with the "
+                f"earlier L2 passes' answers held within {options.l2_tolerance}"
+            )
+        if options.rounder_passes:
+            rounder = (
+                f" in rounder passes ({_listed('rounder pass', options.rounder_passes)}), each judged by its own query "
+                "sets with the earlier rounder passes' rounded answers held exactly"
+            )
         return (
             f"top down, level by level from the root, in interleaved passes ({passes}): each pass estimates the "
-            "children from that pass's noisy answers by weighted least squares, then rounds them, holding the rounded "
-            "answers of the earlier passes exactly; when" + _post_processing(NodeOptions()).split("; when", 1)[1]
+            f"children from that pass's noisy answers by weighted least squares{l2}, then rounds them{rounder}, "
+            "holding the rounded answers of the earlier passes exactly; when"
+            + _post_processing(NodeOptions()).split("; when", 1)[1]
         )
     return (
         "top down, level by level from the root: each parent's children are estimated by weighted least squares "
@@ -348,3 +365,7 @@ def _post_processing(options: NodeOptions) -> str:
         "failsafe relaxes the parent sums to the least distance. It reads only the noisy answers and the declared "
         "facts; microdata are the block histograms written out one row per person"
     )
+
+
+def _listed(word: str, passes) -> str:
+    return "; ".join(f"{word} {k}: {', '.join(p)}" for k, p in enumerate(passes, start=1))

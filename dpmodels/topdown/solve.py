@@ -31,76 +31,18 @@ from dpmodels.core.facade import solve
 from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel
 from .failsafe_models import build_failsafe_l1, build_failsafe_l2
 from .flow import solve_flow_rounding  # the plugins' algorithms, on plain data
-from .models import ROUNDING_OBJECTIVES, build_l1, build_l2, histogram_values
+from .models import build_l1, build_l2, histogram_values
 from .node_data import NodeProblem, split_floor
+from .node_options import NodeOptions  # re-exported: solve_node's options
 from .tree_l2 import solve_tree_l2, tree_objective
 from .tum import matrix_certificate, tum_certificate
 from .verify import verify_children  # re-exported: the solve and its check, one import
 
-__all__ = ["NodeOptions", "NodeSolution", "solve_node", "verify_children"]
+__all__ = ["NodeOptions", "NodeSolution", "solve_node", "fit_l2", "round_l2", "failsafe_solution", "verify_children"]
 
 OK = TerminationCondition.convergenceCriteriaSatisfied
 #: Clarabel's settings for the L2 solves through Pyomo: those of the matrix path (:func:`_clarabel`).
 CLARABEL_TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10, "direct_solve_method": "qdldl"}
-
-
-@dataclass(frozen=True)
-class NodeOptions:
-    """Backends and modelling choices of a node solve.
-
-    Parameters
-    ----------
-    l2 : str, default "auto"
-        The L2 backend: ``"auto"`` (closed form when the structure allows, else clarabel),
-        ``"clarabel"``, ``"highs"`` or ``"topdown_tree_l2"``.
-    l1 : str, default "highs"
-        The rounding backend: ``"highs"`` (LP first) or ``"topdown_flow"``.
-    weights : {"inverse_variance", "paper"}, default "inverse_variance"
-        The L2 query weights.
-    objective : {"l1", "paper", "queries"}, default "l1"
-        The rounding objective: the cells' L1 distance to the L2 solution, the paper's ``-phi``, or
-        the 2020 production's query rounder (:mod:`.query_rounder`; HiGHS only).
-    edits : bool, default True
-        Keep the linear edits.
-    time_limit : float, optional
-        Seconds per solve (default 600).
-    path : {"compiled", "pyomo"}, default "compiled"
-        Matrices straight to the solver, or through the Pyomo models.
-    passes : tuple of tuple of str, optional
-        The interleaved pass sequence of the 2020 production (:mod:`.interleaved`), coarse query sets
-        first; the driver runs it, :func:`solve_node` solves one pass.  Empty: the 2019 single solve.
-    assembly : {"batched", "previous"}, default "batched"
-        How the children's data, the matrix form and the checks are assembled: in numpy batches, or
-        child by child and row by row as before issue 25 (:mod:`.previous`, kept so that
-        ``dpmodels bench topdown`` can time both in one run).  ``"previous"`` also keeps the solves
-        of before issue 25: the L2 in residual form (:func:`.compiled.l2_system`) factorised by
-        Clarabel's faer, and the LP tried only where the TU certificate holds.  The same optima
-        either way; Clarabel's answers differ within its tolerance, and with them some roundings.
-    """
-
-    l2: str = "auto"  # "auto" (tree when possible, else clarabel), "clarabel", "highs", "topdown_tree_l2"
-    l1: str = "highs"  # "highs" (LP-first protocol) or "topdown_flow"
-    weights: str = "inverse_variance"
-    objective: str = "l1"
-    edits: bool = True
-    time_limit: float | None = 600.0  # per solve; HiGHS's QP method can cycle on degenerate problems
-    path: str = "compiled"  # "compiled": matrices straight to clarabel/highs; "pyomo": through the models
-    passes: tuple[tuple[str, ...], ...] = ()  # interleaved passes (interleaved.py); () = the 2019 solve
-    assembly: str = "batched"  # "batched" or "previous" (previous.py: the pre-issue-25 assembly)
-
-    def __post_init__(self):
-        if self.path not in ("compiled", "pyomo"):
-            raise DataValidationError("path", f"must be 'compiled' or 'pyomo', got {self.path!r}")
-        if self.assembly not in ("batched", "previous"):
-            raise DataValidationError("assembly", f"must be 'batched' or 'previous', got {self.assembly!r}")
-        if self.objective not in ROUNDING_OBJECTIVES:
-            raise DataValidationError("objective", f"must be one of {ROUNDING_OBJECTIVES}, got {self.objective!r}")
-        if self.objective == "queries" and (self.l1 == "topdown_flow" or self.assembly == "previous"):
-            raise DataValidationError(
-                "objective",
-                "the query rounder ('queries') is a MILP for HiGHS (l1='highs') in the batched assembly; "
-                f"got l1={self.l1!r}, assembly={self.assembly!r}",
-            )
 
 
 @dataclass
@@ -308,6 +250,83 @@ def _require(res, what: str) -> None:
 
 
 # ---------------------------------------------------------------------- the chain
+def _edit_modes(problem: NodeProblem, opts: NodeOptions) -> list[bool]:
+    return [True, False] if (opts.edits and problem.edits) else [False]
+
+
+def fit_l2(problem: NodeProblem, opts: NodeOptions, modes=None) -> tuple[np.ndarray | None, bool | None, list[dict]]:
+    """The L2 of a node solve, with the edits then without: ``(H*, edits kept, log)``, ``H*`` None when
+    every attempt failed.
+
+    Parameters
+    ----------
+    problem : NodeProblem
+        The node solve.
+    opts : NodeOptions
+        Backends and modelling choices.
+    modes : sequence of bool, optional
+        The edit modes to try, in order (default: with the edits when there are any, then without).
+    """
+    log: list[dict] = []
+    for edits in _edit_modes(problem, opts) if modes is None else modes:
+        hstar, rec = _solve_l2(problem, opts, edits)
+        log.append(rec)
+        if hstar is not None:
+            return hstar, edits, log
+    return None, None, log
+
+
+def round_l2(problem: NodeProblem, hstar: np.ndarray, used: bool, opts: NodeOptions) -> tuple[np.ndarray | None, list]:
+    """The rounding of ``hstar``, with no more edits than the L2 kept (``used``): ``(histograms, log)``,
+    the histograms None when every attempt failed (the failsafe is :func:`failsafe_solution`).
+
+    Parameters
+    ----------
+    problem : NodeProblem
+        The node solve.
+    hstar : numpy.ndarray
+        The L2 estimate (children x active cells).
+    used : bool
+        Whether the L2 kept the edits.
+    opts : NodeOptions
+        Backends and modelling choices.
+    """
+    log: list[dict] = []
+    for edits in [m for m in _edit_modes(problem, opts) if m <= used]:
+        values, rec = _solve_l1(problem, hstar, opts, edits)
+        log.append(rec)
+        if values is not None:
+            return values, log
+    return None, log
+
+
+def failsafe_solution(problem: NodeProblem, opts: NodeOptions, hstar: np.ndarray | None, log) -> NodeSolution:
+    """The failsafe after the attempts in ``log`` failed: of the L2 and the rounding (``hstar`` None),
+    or of the rounding of ``hstar``; at the root, where there is no parent to relax, an error.
+
+    Parameters
+    ----------
+    problem : NodeProblem
+        The node solve.
+    opts : NodeOptions
+        Backends and modelling choices.
+    hstar : numpy.ndarray or None
+        The L2 estimate, or None when the L2 failed.
+    log : list of dict
+        The failed attempts (not empty).
+    """
+    log = list(log)
+    if problem.parent is None:
+        stage = "L2 solve" if hstar is None else "L1 rounding"
+        raise ModelStructureError(f"the root {stage} failed: {log[-1]['status']}")
+    if hstar is None:
+        hstar, _, rec = _failsafe(problem, opts, None)
+        log.append(rec)
+    values, d_star, rec = _failsafe(problem, opts, hstar)
+    log.append(rec)
+    return NodeSolution(values, True, log, d_star)
+
+
 def solve_node(problem: NodeProblem, opts: NodeOptions | None = None) -> NodeSolution:
     """L2 then L1 for the children of one node, escalating full -> no edits -> failsafe.
 
@@ -323,30 +342,10 @@ def solve_node(problem: NodeProblem, opts: NodeOptions | None = None) -> NodeSol
     NodeSolution
     """
     opts = opts or NodeOptions()
-    edit_modes = [True, False] if (opts.edits and problem.edits) else [False]
-    log: list[dict] = []
-    hstar, used = None, None
-    for edits in edit_modes:
-        hstar, rec = _solve_l2(problem, opts, edits)
-        log.append(rec)
-        if hstar is not None:
-            used = edits
-            break
-    if hstar is None:
-        if problem.parent is None:
-            raise ModelStructureError(f"the root L2 solve failed: {log[-1]['status']}")
-        hstar, d_star, rec = _failsafe(problem, opts, None)
-        log.append(rec)
-        values, d_star, rec = _failsafe(problem, opts, hstar)
-        log.append(rec)
-        return NodeSolution(values, True, log, d_star)
-    for edits in [m for m in edit_modes if m <= used]:
-        values, rec = _solve_l1(problem, hstar, opts, edits)
-        log.append(rec)
+    hstar, used, log = fit_l2(problem, opts)
+    if hstar is not None:
+        values, more = round_l2(problem, hstar, used, opts)
+        log += more
         if values is not None:
             return NodeSolution(values, False, log)
-    if problem.parent is None:
-        raise ModelStructureError(f"the root L1 rounding failed: {log[-1]['status']}")
-    values, d_star, rec = _failsafe(problem, opts, hstar)
-    log.append(rec)
-    return NodeSolution(values, True, log, d_star)
+    return failsafe_solution(problem, opts, hstar, log)
