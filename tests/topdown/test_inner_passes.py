@@ -5,6 +5,7 @@ pass is the plain pass, and bad declarations are refused naming their field."""
 
 import argparse
 import itertools
+import json
 
 import clarabel
 import numpy as np
@@ -12,9 +13,11 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from release_cases import topdown as topdown_case
 
-from dpmodels import instances
+from dpmodels import cli, instances
 from dpmodels.core.errors import DataValidationError
+from dpmodels.topdown.budget_presets import PL94_2020_INNER_PASSES
 from dpmodels.topdown.data import pl94_schema
 from dpmodels.topdown.driver import topdown
 from dpmodels.topdown.inner_passes import run_l2_passes, run_rounder_passes
@@ -24,7 +27,7 @@ from dpmodels.topdown.node_data import ChildSpec, NodeProblem, WeightedQuery
 from dpmodels.topdown.pass_rows import HeldRows
 from dpmodels.topdown.production_options import parse_passes, production_release
 from dpmodels.topdown.query_rounder import round_half_up
-from dpmodels.topdown.release import release_facts
+from dpmodels.topdown.release import HARD_CHECKS, release_facts
 from dpmodels.topdown.solve import NodeOptions
 
 TOTAL_FIRST = (("total",), ("detailed",))
@@ -211,3 +214,16 @@ def test_the_command_line_declares_inner_passes():
     inner = (("total",), ("rest",))
     expected = NodeOptions(objective="queries", l2_passes=inner, rounder_passes=inner, l2_tolerance=0.25)
     assert production_release(args, None)["options"] == expected
+
+
+@pytest.mark.slow  # a whole command; the options, their parsing and the manifest facts are tested above
+def test_the_command_releases_with_the_production_pl94_ordering(tmp_path, capsys):
+    case = topdown_case(tmp_path)
+    inner = "; ".join(", ".join(p) for p in PL94_2020_INNER_PASSES)
+    flags = ["--budget-preset", "pl94-2020", "--rounder", "queries", "--l2-passes", inner, "--rounder-passes", inner]
+    argv = [*case.argv, *flags, "--noise", "discrete-gaussian", "--rho", "2", "--seed", "3", "--not-private"]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    manifest = json.loads(case.manifest.read_text())
+    assert all(manifest["details"]["checks"][name] == 0 for name in HARD_CHECKS)
+    facts = manifest["unprotected_quantities"]["declared_public_facts"]
+    assert facts["l2_passes"] == facts["rounder_passes"] == [["total"], ["rest"]] and facts["l2_tolerance"] == 0.1
