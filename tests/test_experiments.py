@@ -37,6 +37,8 @@ REFERENCE = {
     "--seed": std.seed(),
     "--executor": std.executor(),
     "--time-limit": std.time_limit(None),
+    "--noise": std.noise(("a", "b")),
+    "--rho": std.rho(None),
 }
 
 #: A bad value of each standard option and the words of its refusal.

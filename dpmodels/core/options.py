@@ -14,6 +14,8 @@ option               what                                           attribute
 ``--seed``           seed of an experiment's randomness             ``args.seed``
 ``--executor``       where independent runs run                     ``args.executor``
 ``--time-limit``     seconds per solve (or per run)                 ``args.time_limit``
+``--noise``          the noise drawn (a family drawing a zCDP one)  ``args.noise``
+``--rho``            zCDP budgets, with a zCDP ``--noise``          ``args.rho`` (list)
 ===================  =============================================  =====================
 
 Every experiment also takes the outputs (``--csv``, ``--parquet``, ``--json``, and ``--plot``
@@ -47,6 +49,8 @@ __all__ = [
     "seed",
     "executor",
     "time_limit",
+    "noise",
+    "rho",
     "Names",
     "one_of",
     "LazyHelp",
@@ -182,8 +186,52 @@ def time_limit(default: float | None, help: str = "seconds per solve") -> Option
     return Option("time_limit", ("--time-limit",), kwargs)
 
 
+def noise(noises: Sequence[str], help: str = "the noise drawn") -> Option:
+    """``--noise NAME``: the noise an experiment draws, one of ``noises`` (``args.noise``), the first the default.
+
+    A noise charged in zCDP rho takes its budgets from :func:`rho`, the others from :func:`epsilon`;
+    :func:`dpmodels.core.release.check_budget_unit` refuses a mismatch, as a release does.
+
+    Parameters
+    ----------
+    noises : sequence of str
+        The noises the family draws, its default first.
+    help : str
+        What the noise applies to for this command.
+    """
+    names = list(noises)
+    kwargs = {"choices": names, "default": names[0], "help": f"{help} (default {names[0]})"}
+    return Option("noise", ("--noise",), kwargs)
+
+
+def rho(default: Sequence[float] | None = None, help: str = "zCDP budgets (with a zCDP --noise)") -> Option:
+    """``--rho RHO [RHO ...]``: one or several zCDP budgets, each a finite number > 0 (``args.rho``).
+
+    Parameters
+    ----------
+    default : sequence of float or None
+        The command's budgets (``None``: not given; a zCDP ``--noise`` then needs them).
+    help : str
+        What the budgets are for this command.
+    """
+    given = None if default is None else list(default)
+    return Option(
+        "rho", ("--rho",), {"type": positive_float, "nargs": "+", "default": given, "metavar": "RHO", "help": help}
+    )
+
+
 #: The standard options' flags (the runner's are added by :mod:`dpmodels.core.runner`).
-STANDARD_FLAGS = ("--instance", "--set", "--epsilon", "--runs", "--seed", "--executor", "--time-limit")
+STANDARD_FLAGS = (
+    "--instance",
+    "--set",
+    "--epsilon",
+    "--runs",
+    "--seed",
+    "--executor",
+    "--time-limit",
+    "--noise",
+    "--rho",
+)
 
 
 # ---------------------------------------------------------------------- options a solver plugin declares

@@ -42,7 +42,16 @@ from .runner import LOGGER, configure_logging, verbosity
 from .session import PrivacySession
 from .staging import StagedOutputs, check_targets, file_record, interruptible
 
-__all__ = ["ReleaseSpec", "ReleaseOutcome", "run_release", "add_common_arguments", "ledger_path", "manifest_path"]
+__all__ = [
+    "ReleaseSpec",
+    "ReleaseOutcome",
+    "run_release",
+    "add_common_arguments",
+    "ledger_path",
+    "manifest_path",
+    "requested_amount",
+    "check_budget_unit",
+]
 
 log = logging.getLogger(LOGGER)
 
@@ -218,23 +227,44 @@ def requested_amount(args, unit: str):
     unit
         The unit the family's mechanism is charged in.
     """
+    check_budget_unit(args, unit)
+    if unit == "rho":
+        return as_epsilon(args.rho, "--rho")
+    return as_epsilon(args.epsilon, "--epsilon")
+
+
+def check_budget_unit(args, unit: str) -> None:
+    """Refuse a budget given in the wrong unit, naming the flag: ``--epsilon`` (or no ``--rho``) with a
+    zCDP noise, ``--rho`` with a pure-DP noise, ``--delta`` without ``--rho``.  Releases
+    (:func:`requested_amount`) and experiments taking ``--noise`` and ``--rho`` (e.g. ``compare pgsr``)
+    share it.
+
+    Parameters
+    ----------
+    args
+        The parsed command line (``--rho``, ``--delta`` and ``--noise`` where the command declares them;
+        ``--epsilon`` is None when not given).
+    unit
+        The unit the chosen noise is charged in: ``"rho"`` for a zCDP noise, else a pure-DP unit.
+    """
     rho, delta = getattr(args, "rho", None), getattr(args, "delta", None)
+    noise = getattr(args, "noise", None)
     if unit == "rho":
         if rho is None:
             raise DataValidationError(
                 "--rho", "this noise is zCDP: its budget is rho, not a pure-DP epsilon (give --rho, not --epsilon)"
             )
+        if getattr(args, "epsilon", None) is not None:
+            raise DataValidationError("--epsilon", f"{noise} is zCDP: its budget is --rho alone, not --epsilon")
         if delta is not None:
             check_delta(delta)
-        return as_epsilon(rho, "--rho")
+        return
     if rho is not None:
-        noise = getattr(args, "noise", None)
         raise DataValidationError(
             "--rho", f"a zCDP budget needs a zCDP noise (e.g. --noise discrete-gaussian); {noise} takes --epsilon"
         )
     if delta is not None:
         raise DataValidationError("--delta", "states the epsilon of a --rho at that delta; it goes with --rho only")
-    return as_epsilon(args.epsilon, "--epsilon")
 
 
 def check_delta(delta) -> str:

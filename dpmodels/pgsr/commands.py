@@ -1,8 +1,9 @@
 """What the PGSR family shows the ``dpmodels`` command: ``compare``, ``bench`` and ``release pgsr``.
 
-The library functions live in ``compare.py``, ``table7.py``, ``bench.py`` and ``release.py``; this
+The library functions live in ``compare.py``, ``table7.py``, ``bench/`` and ``release.py``; this
 module declares the commands (standard options from :mod:`dpmodels.core.options`, the runner
-:mod:`dpmodels.core.runner`) and returns their tables; ``release pgsr`` is :mod:`.release_command`.
+:mod:`dpmodels.core.runner`) and returns their tables; ``compare pgsr`` is :mod:`.compare_command`,
+``release pgsr`` :mod:`.release_command`, ``measure``/``postprocess pgsr`` :mod:`.measure_command`.
 The defaults finish in under 30 s on a small census-like instance; the paper's scale is
 behind flags (``--table7`` for both of its shapes at full size, or e.g. ``--instance
 pgsr/taxi-like --runs 30`` for one).
@@ -11,18 +12,17 @@ pgsr/taxi-like --runs 30`` for one).
 from __future__ import annotations
 
 import argparse
-import logging
 
 from dpmodels.core import options as std
 from dpmodels.core.commands import Command, Family, nonnegative_int, positive_float, positive_int
 from dpmodels.core.errors import DataValidationError
 from dpmodels.core.options import Names, one_of
 from dpmodels.core.runner import Result, experiment
-from dpmodels.core.settings import parse_settings
 
 __all__ = ["FAMILY"]
 
-log = logging.getLogger("dpmodels")
+#: The noises ``--noise`` takes (compare, bench, release, measure), the default first (``mechanism.NOISES``).
+NOISES = ("discrete-laplace", "discrete-gaussian")
 
 COMPARE_INSTANCE = "pgsr/census-like"
 #: The built-in default (a newcomer's first run): a census of 30,000 households in 6 states and 60
@@ -37,7 +37,7 @@ COMPARE_SETTINGS = {"n_states": 6, "n_counties": 60, "households": 30_000, "N": 
 TABLE7_QP_MAX_CELLS = 1_000_000
 
 
-# ---------------------------------------------------------------------- compare
+# ---------------------------------------------------------------------- compare (run in .compare_command)
 def _compare_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv-hierarchy", help="your own data: a region,parent CSV, with --csv-counts or --csv-records")
     p.add_argument("--csv-counts", help="region,size,count (or wide) counts of the leaves (needs --csv-hierarchy)")
@@ -65,7 +65,7 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         "--calibration",
         choices=["sound", "paper"],
         default="sound",
-        help="chain noise of M_c^ch: sound L|R_l|/eps, or the paper's L/eps (not eps-DP)",
+        help="chain noise of M_c^ch: sound L|R_l|/eps, or the paper's L/eps (not eps-DP; discrete Laplace only)",
     )
     p.add_argument(
         "--table7",
@@ -93,146 +93,20 @@ COMPARE_OPTIONS = (
         "generator option, e.g. --set scale=1 --set N=20 (repeatable; default for the built-in "
         f"instance: {' '.join(f'{k}={v}' for k, v in COMPARE_SETTINGS.items())})"
     ),
-    std.epsilon([0.1, 0.5, 1.0]),
-    std.runs(None, "noisy runs per epsilon (default 5, 1 with --table7; the paper: 30)"),
+    std.epsilon(None, "privacy budgets of the discrete Laplace (default 0.1 0.5 1; a zCDP --noise takes --rho)"),
+    std.noise(NOISES, "the noise measured: the paper's discrete Laplace, or the discrete Gaussian (zCDP, with --rho)"),
+    std.rho(None, "zCDP budgets of --noise discrete-gaussian, each split evenly over the levels (e.g. 0.05 0.5)"),
+    std.runs(None, "noisy runs per budget (default 5, 1 with --table7; the paper: 30)"),
     std.seed(0, "seed of the synthetic noise (experiments, not releases)"),
     std.time_limit(None, "seconds per QIP/QP solve"),
     std.executor(),
 )
 
 
-def _mechanism_options(args, mechanisms) -> dict[str, dict]:
-    """Each mechanism's post-processing options from the command line, only those it takes."""
-    from .postprocessing import MECHANISMS
-
-    options = {}
-    for name in mechanisms:
-        if name not in MECHANISMS:
-            raise DataValidationError("--mechanisms", f"unknown {name!r}; choose from {list(MECHANISMS)}")
-        solver = (args.qp_solver or _default_qp_solver(name, args.table7)) if name.endswith("^r") else args.qip_solver
-        if solver == "pgsr_relax" and (name != "M_H^r" or args.time_limit is not None):
-            raise DataValidationError(
-                "--qp-solver", "pgsr_relax solves Model 1-R only (M_H^r), and takes no --time-limit; choose clarabel"
-            )
-        given = {"domains": args.domains, "solver": solver, "time_limit": args.time_limit}
-        options[name] = {k: v for k, v in given.items() if k in MECHANISMS[name].options}
-    return options
-
-
-def _default_qp_solver(mechanism: str, table7: bool) -> str:
-    """Clarabel on the Pyomo relaxations; with --table7, M_H^r on the plain data (``pgsr_relax``),
-    which takes about a second at census scale where the Pyomo model and Clarabel took minutes."""
-    return "pgsr_relax" if table7 and mechanism == "M_H^r" else "clarabel"
-
-
-def _load(args):
-    import dpmodels.instances as instances
-    from dpmodels.instances.pgsr import from_csv
-
-    own = args.csv_counts or args.csv_records
-    if own and not args.csv_hierarchy:
-        raise DataValidationError("--csv-counts/--csv-records", "need --csv-hierarchy (the region,parent CSV)")
-    if args.csv_hierarchy:
-        if not own:
-            raise DataValidationError("--csv-hierarchy", "needs --csv-counts or --csv-records")
-        return from_csv(args.csv_hierarchy, counts=args.csv_counts, records=args.csv_records)
-    defaults = COMPARE_SETTINGS if args.instance == COMPARE_INSTANCE else None
-    return instances.from_settings(args.instance, parse_settings(args.set), defaults)
-
-
 def _run_compare(args) -> Result:
-    from .compare import DEFAULT_MECHANISMS, compare_mechanisms, format_table7, plot_comparison, table7
+    from .compare_command import run_compare
 
-    if args.table7:
-        return _run_table7(args)
-    for flag in ("shapes", "qp_max_cells"):
-        if getattr(args, flag) is not None:
-            raise DataValidationError(f"--{flag.replace('_', '-')}", "only applies with --table7")
-    mechanisms = args.mechanisms or list(DEFAULT_MECHANISMS)
-    options = _mechanism_options(args, mechanisms)
-    data = _load(args)
-    runs_per_eps = args.runs or 5
-    title = f"instance: {data.name}  {data.hierarchy.describe()}  N = {data.N}  G = {data.G:,}"
-    runs = compare_mechanisms(
-        data,
-        args.epsilon,
-        runs_per_eps,
-        mechanisms,
-        args.seed,
-        options,
-        args.calibration,
-        executor=args.executor,
-        progress=args.progress,
-    )
-    legend = (
-        f"\nmean over {runs_per_eps} runs per epsilon; L1 errors summed over the regions of each level; "
-        "#CV = consistency violations; seconds = post-processing time"
-    )
-    figure = lambda path: plot_comparison(runs, path, title=data.name)  # noqa: E731
-    return Result(runs, [title, legend, format_table7(table7(runs))], figure=figure)
-
-
-def _table7_data(args) -> dict:
-    """The --table7 shapes with their defaults under ``--set`` (``KEY`` for every shape,
-    ``census.KEY`` / ``taxi.KEY`` for one)."""
-    import dpmodels.instances as instances
-
-    from .table7 import TABLE7_SHAPES
-
-    given = {"--instance": args.instance != COMPARE_INSTANCE, "--csv-hierarchy": args.csv_hierarchy}
-    given |= {"--csv-counts": args.csv_counts, "--csv-records": args.csv_records}
-    for flag, used in given.items():
-        if used:
-            raise DataValidationError(
-                flag, "does not apply with --table7 (it runs the census-like and taxi-like shapes)"
-            )
-    names = args.shapes or list(TABLE7_SHAPES)
-    settings = {name: {} for name in names}
-    for key, value in parse_settings(args.set).items():
-        shape, dot, option = key.rpartition(".")
-        if dot and shape not in TABLE7_SHAPES:
-            raise DataValidationError("--set", f"{key!r}: a prefix must name a shape, one of {list(TABLE7_SHAPES)}")
-        for name in [shape] if dot else names:
-            if name in settings:
-                settings[name][option] = value
-    return {
-        n: instances.from_settings(TABLE7_SHAPES[n].instance, settings[n], TABLE7_SHAPES[n].defaults) for n in names
-    }
-
-
-def _run_table7(args) -> Result:
-    import time
-
-    from .compare import DEFAULT_MECHANISMS
-    from .table7 import TABLE7_SHAPES, compare_shapes, consistency_failures, plot_figures, report
-
-    tick = time.perf_counter()
-    mechanisms = args.mechanisms or list(DEFAULT_MECHANISMS)
-    options = _mechanism_options(args, mechanisms)  # names checked before any data is drawn
-    datasets = _table7_data(args)
-    max_cells = TABLE7_QP_MAX_CELLS if args.qp_max_cells is None else args.qp_max_cells
-    shapes = []
-    for name, data in datasets.items():
-        cells = data.hierarchy.n_regions * data.N
-        label = TABLE7_SHAPES[name].label
-        shapes.append(f"{label}: {data.name}  {data.hierarchy.describe()}  N = {data.N:,}  G = {data.G:,}")
-        shapes.append(f"    {cells:,} cells")
-    runs = compare_shapes(
-        datasets,
-        args.epsilon,
-        args.runs or 1,
-        mechanisms,
-        qp_max_cells=max_cells or None,
-        options=options,
-        seed=args.seed,
-        calibration=args.calibration,
-        executor=args.executor,
-        progress=args.progress,
-    )
-    log.info("wall time: %.0f s", time.perf_counter() - tick)
-    failed = len(consistency_failures(runs)) > 0
-    text = report(runs, args.calibration, max_cells or None)
-    return Result(runs, ["\n".join(shapes), text], figure=lambda path: plot_figures(runs, path), exit_code=int(failed))
+    return run_compare(args, COMPARE_INSTANCE, COMPARE_SETTINGS, TABLE7_QP_MAX_CELLS)
 
 
 # ---------------------------------------------------------------------- bench
@@ -270,7 +144,16 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
 
 
 BENCH_OPTIONS = (
-    std.epsilon([1.0], "budgets of the census run (Table 7: 0.1 0.5 1; the table DPs at 0.1 take minutes and ~10 GB)"),
+    std.epsilon(
+        None,
+        "budgets of the census run (default 1; Table 7: 0.1 0.5 1; the table DPs at 0.1 take minutes and ~10 GB)",
+    ),
+    std.noise(
+        NOISES,
+        "the noise measured: the paper's discrete Laplace, or the discrete Gaussian (zCDP; the census run at each "
+        "--rho, the sweep at rho 1/2, what its epsilon 1 implies)",
+    ),
+    std.rho(None, "zCDP budgets of the census run with --noise discrete-gaussian"),
     std.time_limit(120.0, "seconds per highs/clarabel solve"),
 )
 
@@ -282,12 +165,18 @@ def _run_bench(args) -> Result:
         args.sizes, args.time_limit, args.census_scale = [5, 10, 20], 30.0, 0.1
     if args.census_only and args.skip_census:
         raise DataValidationError("--census-only", "cannot be combined with --skip-census")
+    from dpmodels.core.release import check_budget_unit
+
+    gaussian = args.noise == "discrete-gaussian"
+    check_budget_unit(args, "rho" if gaussian else "epsilon")
     return run_bench(
         sizes=[] if args.skip_sweep or args.census_only else args.sizes,
         time_limit=args.time_limit,
         census_scale=None if args.skip_census else args.census_scale,
-        epsilons=args.epsilon,
+        epsilons=None if gaussian else args.epsilon,
         variants=args.census_variants or CENSUS_VARIANTS(),
+        noise=args.noise,
+        rhos=args.rho if gaussian else None,
     )
 
 
@@ -309,7 +198,7 @@ def _release_arguments(p: argparse.ArgumentParser) -> None:
         type=std.one_of(MECHANISMS, "mechanism"),
         help=std.LazyHelp(lambda: f"mechanism, one of {', '.join(MECHANISMS())} (default {_default_mechanism()})"),
     )
-    std.add_release_options(p, noises=("discrete-laplace", "discrete-gaussian"))  # mechanism.NOISES
+    std.add_release_options(p, noises=NOISES)
 
 
 def _measure_arguments(p: argparse.ArgumentParser) -> None:
@@ -321,7 +210,7 @@ def _measure_arguments(p: argparse.ArgumentParser) -> None:
         help="what to measure: counts (for M_H*, TopDown), cumulative (M_c*) or chain (M_c^ch)",
     )
     outputs = {"--out": "where to write the measurement table (.csv, or .parquet)"}
-    std.add_release_options(p, outputs, noises=("discrete-laplace", "discrete-gaussian"))  # mechanism.NOISES
+    std.add_release_options(p, outputs, noises=NOISES)
     p.add_argument("--facts", help="where to write the declared facts JSON (default: beside --out, .facts.json)")
 
 
