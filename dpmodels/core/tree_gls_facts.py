@@ -119,7 +119,8 @@ def correct_for_sums(sums: ExactSums, est, cell_var, total_var):
     cross = est[..., 1:]  # regions x cells x J
     cross_total = cross.sum(axis=1)  # Cov(total of each region, g)
     gap = sums.rows @ coords.sum(axis=1) - sums.values
-    whiten = whitening(np.asarray(sums.rows @ cross_total), gap, sums.labels)
+    scale = max(float(total_var.max(initial=0.0)), float(cell_var.max(initial=0.0)))
+    whiten = whitening(np.asarray(sums.rows @ cross_total), gap, sums.labels, scale)
     coords = coords - cross @ (whiten @ (whiten.T @ gap))
     white = cross.reshape(-1, len(sums)) @ whiten
     cell_var = np.maximum(cell_var - (white**2).sum(axis=1).reshape(cell_var.shape), 0.0)
@@ -127,13 +128,15 @@ def correct_for_sums(sums: ExactSums, est, cell_var, total_var):
     return coords, cell_var, total_var
 
 
-def whitening(cov: np.ndarray, gap: np.ndarray, labels: list[str]) -> np.ndarray:
+def whitening(cov: np.ndarray, gap: np.ndarray, labels: list[str], scale: float = 0.0) -> np.ndarray:
     """``W`` with ``W W^T`` the pseudo-inverse of ``cov`` (the facts' covariance).
 
     Facts that are implied by others (a region and its only child, a parent and all its children, a
     group of regions whose totals are exact anyway) make ``cov`` singular; they must then agree with
     the others (the gap has no part in the null space), else the facts contradict each other and are
-    refused.
+    refused.  An eigenvalue counts as zero below ``1e-10`` times the problem's variance scale (or the
+    largest eigenvalue): when every fact is implied, ``cov`` is rounding alone, and dividing by it
+    would turn rounding into variance.
 
     Parameters
     ----------
@@ -143,9 +146,11 @@ def whitening(cov: np.ndarray, gap: np.ndarray, labels: list[str]) -> np.ndarray
         The estimated facts minus their exact values.
     labels : list of str
         The facts, for the refusal.
+    scale : float, optional
+        The largest variance of a region total or cell before the correction.
     """
     mu, q = np.linalg.eigh((cov + cov.T) / 2)
-    keep = mu > 1e-10 * max(float(mu.max()), 1e-300)
+    keep = mu > 1e-10 * max(float(mu.max()), scale, 1e-300)
     null = q[:, ~keep].T @ gap
     if null.size and np.abs(null).max() > 1e-7 * max(1.0, float(np.abs(gap).max())):
         raise DataValidationError("totals", f"the exact totals of {labels} contradict each other (tree sums)")
