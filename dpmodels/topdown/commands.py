@@ -49,6 +49,7 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="compare estimators instead: GLS (best linear unbiased), TopDown, the 2019 algorithm and PGSR's DP",
     )
+    _level_shares_argument(p, " (not with --estimators)")
 
 
 COMPARE_OPTIONS = (
@@ -90,18 +91,22 @@ def _run_compare(args) -> Result:
 
     from .compare import compare_topdown, resolve_configs
     from .compare_report import format_summary, plot_topdown, summary_table, violation_counts
+    from .production_options import level_shares_for
 
     if args.estimators:
         from .compare_estimators_report import estimators_result
 
-        if args.configs is not None:
-            raise DataValidationError("--configs", "does not apply with --estimators")
+        for flag, given in (("--configs", args.configs), ("--level-shares", args.level_shares)):
+            if given is not None:
+                raise DataValidationError(flag, "does not apply with --estimators")
         return estimators_result(_load(args), args)
     try:
         configs = resolve_configs(args.configs)
     except DataValidationError as err:
         raise DataValidationError("--configs", err.problem) from None
+    level_shares_for(args)  # their form and sum before the data are generated
     data = _load(args)
+    shares = level_shares_for(args, data.geography.n_levels)  # one per level
     if args.time_limit is not None:
         configs = {name: replace(opts, time_limit=args.time_limit) for name, opts in configs.items()}
     kn = data.knowledge
@@ -111,9 +116,10 @@ def _run_compare(args) -> Result:
     ]
     for name, opts in configs.items():
         head.append(f"  {name}: L2 {opts.l2}, L1 {opts.l1}, edits {'on' if opts.edits else 'off'}")
-    runs = compare_topdown(
-        data, args.epsilon, args.runs, configs, args.seed, executor=args.executor, progress=args.progress
-    )
+    if shares is not None:
+        head.append(f"  level shares (root first): {', '.join(map(str, shares))}")
+    where = {"executor": args.executor, "progress": args.progress}
+    runs = compare_topdown(data, args.epsilon, args.runs, configs, args.seed, level_shares=shares, **where)
     legend = (
         f"\nmean over {args.runs} runs per epsilon; L1 error summed over the nodes of each level; "
         "total error/node = |released - true population| per node; solve counts = how each parent's "
@@ -229,6 +235,18 @@ def _measure_arguments(p: argparse.ArgumentParser) -> None:
     outputs = {"--out": "where to write the measurement table (.csv, or .parquet)"}
     std.add_release_options(p, outputs, noises=("geometric", "discrete-gaussian"))  # release.RELEASE_NOISES
     p.add_argument("--facts", help="where to write the declared facts JSON (default: beside --out, .facts.json)")
+    _level_shares_argument(p)
+
+
+def _level_shares_argument(p: argparse.ArgumentParser, extra: str = "") -> None:
+    """``--level-shares`` of release, measure and compare topdown (parsed by :mod:`.production_options`)."""
+    p.add_argument(
+        "--level-shares",
+        metavar="SHARES",
+        help="the budget's split over the geography levels, root first: one exact fraction per level, separated by "
+        "commas, summing to exactly 1, e.g. 1/6,1/6,1/6,1/6,1/6,1/6 or the 2020 production's "
+        "104/4099,1440/4099,447/4099,687/4099,1256/4099,165/4099 (default: equal shares)" + extra,
+    )
 
 
 def _postprocess_arguments(p: argparse.ArgumentParser) -> None:
@@ -279,6 +297,7 @@ def _production_arguments(p: argparse.ArgumentParser) -> None:
         type=one_of(BUDGET_PRESETS, "preset"),
         help="pl94-2020: the 2020 production's geolevel and query shares (exact fractions); with --rho",
     )
+    _level_shares_argument(p, "; with --budget-preset, they replace its geolevel shares (its query shares kept)")
     p.add_argument(
         "--structural-zeros",
         type=one_of(ZERO_SETS, "set"),

@@ -23,18 +23,26 @@ def run_measure_command(args, load) -> int:
     from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
 
     from .measurements import measurement_set, public_facts
+    from .production_options import level_shares_for, level_shares_source
     from .release import measure_release, release_facts
 
     gaussian = args.noise == "discrete-gaussian"
+    level_shares_for(args)  # their form and sum before anything is read; their count once the geography is
 
     def run(session, data, amount) -> ReleaseOutcome:
         budget = {"noise": args.noise, "rho": amount if gaussian else None}
-        measured, public = measure_release(session, None if gaussian else amount, **budget)
+        shares = {"level_shares": level_shares_for(args, data.geography.n_levels)}
+        measured, public = measure_release(session, None if gaussian else amount, **shares, **budget)
         facts = public_facts(public.schema, public.geography, public.knowledge, measured.strategy)
         found = measurement_set(measured, facts, f"dpmodels measure topdown ({session.randomness})")
         stated = dataclasses.replace(
-            release_facts(data, **budget), post_processing="none: the output is the noisy measurement set (postprocess)"
+            release_facts(data, **shares, **budget),
+            post_processing="none: the output is the noisy measurement set (postprocess)",
         )
+        if shares["level_shares"] is not None:
+            stated = dataclasses.replace(
+                stated, declared={**stated.declared, "level_shares_from": level_shares_source(args)}
+            )
         frames = {"--out": found.table, "--facts": found.facts()}
         return ReleaseOutcome(frames, stated, details={"rows": len(found.table)})
 

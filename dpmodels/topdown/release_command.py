@@ -19,11 +19,12 @@ def run_release_command(args) -> int:
     from dpmodels.core.release import ReleaseOutcome, ReleaseSpec, run_release
 
     from .layouts import write_ppmf
-    from .production_options import production_details, production_facts, production_release
+    from .production_options import level_shares_for, production_details, production_facts, production_release
     from .release import histogram_frame, release, release_facts
     from .zcdp import gaussian_sampler
 
     require_blocks(args)
+    level_shares_for(args)  # their form and sum before anything is read; their count once the geography is
     gaussian = args.noise == "discrete-gaussian"
     if args.budget_preset is not None and not gaussian:
         raise DataValidationError(
@@ -34,7 +35,7 @@ def run_release_command(args) -> int:
     def run(session, data, amount) -> ReleaseOutcome:
         budget = {"noise": args.noise, "rho": amount if gaussian else None}
         epsilon = None if gaussian else amount
-        chosen = production_release(args, data)  # the preset's strategy and shares, the passes
+        chosen = production_release(args, data)  # the preset's strategy, the level shares, the passes
         result = release(session, epsilon, executor=args.executor, progress=not args.no_progress, **chosen, **budget)
         records = result.records(data.schema)
         frames = {
