@@ -303,11 +303,14 @@ def run_bench(
     time_limit: float,
     compare_previous: bool = True,
     largest_state=(),
+    solver_settings: bool = False,
 ):
-    """Run (a), (b), (c) and (d): what to print, one row per measurement, and the JSON document.
+    """Run (a), (b), (c), (d) and (e): what to print, one row per measurement, and the JSON document.
 
     (c) times the previous (child-by-child) assembly beside the batched one when ``compare_previous``;
-    (d) runs the largest state's shape with each number of its counties in ``largest_state``.
+    (d) runs the largest state's shape with each number of its counties in ``largest_state``;
+    (e) with ``solver_settings``, times the solver settings on the node solves of ``state_preset``
+    (:mod:`.bench_solves`).
 
     Returns
     -------
@@ -349,5 +352,14 @@ def run_bench(
         log.info("%s", shown[-1])
         rows = [{k: v for k, v in r.items() if not isinstance(v, dict)} for r in document["largest state"]]
         frames.append(pd.DataFrame(rows).assign(part="largest state"))
+    if solver_settings:
+        from .bench_solves import settings_lines
+        from .bench_solves import solver_settings as time_settings
+
+        shown.append(f"(e) solver settings side by side on every node solve of the {state_preset!r} run, serial")
+        log.info("%s", shown[-1])
+        document["solver settings"] = time_settings(state_preset, races)
+        shown += settings_lines(document["solver settings"])
+        frames.append(pd.DataFrame(document["solver settings"]["rows"]).assign(part="solver settings"))
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return Result(table, ["\n".join(shown)], document=document)

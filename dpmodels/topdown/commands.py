@@ -177,6 +177,12 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
         help="also run the largest state's shape (58 counties, ~39 M persons) with this many of its counties, "
         "e.g. 1 2 4 (58 = the whole state), each serially in a fresh process, with its peak memory",
     )
+    p.add_argument(
+        "--solver-settings",
+        action="store_true",
+        help="also time Clarabel's and HiGHS's settings side by side on every node solve of the --preset run, "
+        "and the solver floor (the solver calls alone) per million persons",
+    )
 
 
 def _run_bench(args) -> Result:
@@ -192,8 +198,17 @@ def _run_bench(args) -> Result:
     bad = [c for c in args.largest_state if c > 58]
     if bad:
         raise DataValidationError("--largest-state", f"the largest state has 58 counties, got {bad}")
+    if args.solver_settings and preset is None:
+        raise DataValidationError("--solver-settings", "times the node solves of the --preset run: give a preset")
     return run_bench(
-        args.sizes, args.sizes, preset, args.races, args.time_limit, args.compare_previous, tuple(args.largest_state)
+        args.sizes,
+        args.sizes,
+        preset,
+        args.races,
+        args.time_limit,
+        args.compare_previous,
+        tuple(args.largest_state),
+        args.solver_settings,
     )
 
 

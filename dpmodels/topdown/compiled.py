@@ -263,12 +263,23 @@ def l1_system(problem: NodeProblem, hstar: np.ndarray, objective: str = "l1", ed
 
 # ---------------------------------------------------------------------- solvers
 def solve_l2_clarabel(
-    system: LinearSystem, tol: float = 1e-8, direct_solve_method: str = "qdldl"
+    system: LinearSystem, tol: float = 1e-8, direct_solve_method: str = "qdldl", refine: bool = True
 ) -> tuple[np.ndarray | None, str, float | None]:
     """Clarabel on the QP; returns (x, status, objective).
 
-    ``direct_solve_method`` is Clarabel's KKT factorisation: ``"qdldl"`` (measured faster here), or
-    ``"faer"``, Clarabel 0.11's default, which the pre-issue-25 code used (``assembly="previous"``).
+    Parameters
+    ----------
+    system : LinearSystem
+        The QP.
+    tol : float
+        Clarabel's gap and feasibility tolerances (absolute and relative).
+    direct_solve_method : {"qdldl", "faer"}
+        Clarabel's KKT factorisation: ``"qdldl"`` (measured faster here), or ``"faer"``, Clarabel
+        0.11's default, which the pre-issue-25 code used (``assembly="previous"``).
+    refine : bool
+        Clarabel's iterative refinement of each KKT solve.  Off, a solve is cheaper and the
+        interior-point method still stops only at ``tol``; ``dpmodels bench topdown-solves``
+        measures both on captured node solves.
     """
     import clarabel
 
@@ -283,10 +294,10 @@ def solve_l2_clarabel(
     cones = ([clarabel.ZeroConeT(n_eq)] if n_eq else []) + ([clarabel.NonnegativeConeT(n_ineq)] if n_ineq else [])
     settings = clarabel.DefaultSettings()
     settings.verbose = False
-    # QDLDL, not Clarabel 0.11's default faer: 3.3x faster on the county-to-tract solves of the state
-    # preset (12,000 histogram variables; 4.4 s against 14.6 s for five) and 1.9x at the block level,
-    # same iterations and optima (measured, issue 25); faer's threads do not pay on these KKT systems.
+    # QDLDL, not Clarabel 0.11's default faer: faer's threads do not pay on these KKT systems
+    # (``dpmodels bench topdown-solves`` measures both)
     settings.direct_solve_method = direct_solve_method
+    settings.iterative_refinement_enable = refine
     settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = tol
     sol = clarabel.DefaultSolver(system.P, system.c, a, b, cones, settings).solve()
     status = str(sol.status)

@@ -43,6 +43,8 @@ __all__ = ["NodeOptions", "NodeSolution", "solve_node", "fit_l2", "round_l2", "f
 OK = TerminationCondition.convergenceCriteriaSatisfied
 #: Clarabel's settings for the L2 solves through Pyomo: those of the matrix path (:func:`_clarabel`).
 CLARABEL_TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10, "direct_solve_method": "qdldl"}
+#: The matrix path's Clarabel attempts, in order: (tolerance, iterative refinement).
+CLARABEL_ATTEMPTS = ((1e-10, False), (1e-10, True), (1e-8, True))
 
 
 @dataclass
@@ -85,10 +87,7 @@ def _solve_l2(problem: NodeProblem, opts: NodeOptions, edits: bool) -> tuple[np.
             status = OK.name if x is not None else status
         else:
             model = build_l2(problem, weights=opts.weights, edits=edits, fingerprint=False)
-            options = CLARABEL_TIGHT if backend == "clarabel" and opts.assembly != "previous" else None
-            res = solve(model, backend, time_limit=opts.time_limit, options=options)
-            if options and res.termination_condition != OK:  # 1e-10 not reached: Clarabel's defaults
-                res = solve(model, backend, time_limit=opts.time_limit)
+            res = _solve_l2_model(model, backend, opts)
             status = res.termination_condition.name
             values = histogram_values(model) if res.termination_condition == OK else None
             objective = res.incumbent_objective
@@ -110,16 +109,34 @@ def _solve_l2(problem: NodeProblem, opts: NodeOptions, edits: bool) -> tuple[np.
 
 
 def _clarabel(system, opts: NodeOptions):
-    """Clarabel on the matrix form.  The pre-issue-25 code (``assembly="previous"``) ran faer at
-    tolerance 1e-8; now QDLDL at 1e-10, which costs one or two iterations and brings the histogram
-    within about 1e-5 of the optimum (median; 1e-3 at 1e-8, measured on the state preset's solves),
-    so that equivalent formulations round alike; 1e-8 again if 1e-10 is not reached."""
+    """Clarabel on the matrix form, trying :data:`CLARABEL_ATTEMPTS` in order until one solves.
+
+    The pre-issue-25 code (``assembly="previous"``) ran faer at tolerance 1e-8.  Now QDLDL at 1e-10,
+    which brings the histogram within about 1e-5 of the optimum (median; 1e-3 at 1e-8), so that
+    equivalent formulations round alike; first without iterative refinement (cheaper, and the
+    interior-point method still stops only at 1e-10), then with it, then at 1e-8."""
     if opts.assembly == "previous":
         return solve_l2_clarabel(system, tol=1e-8, direct_solve_method="faer")
-    x, status, objective = solve_l2_clarabel(system, tol=1e-10)
-    if x is None:
-        x, status, objective = solve_l2_clarabel(system, tol=1e-8)
+    for tol, refine in CLARABEL_ATTEMPTS:
+        x, status, objective = solve_l2_clarabel(system, tol=tol, refine=refine)
+        if x is not None:
+            break
     return x, status, objective
+
+
+def _solve_l2_model(model, backend: str, opts: NodeOptions):
+    """The Pyomo L2 model solved by ``backend``; Clarabel tries the matrix path's
+    :data:`CLARABEL_ATTEMPTS` (as :data:`CLARABEL_TIGHT` options), then its own defaults."""
+    if backend != "clarabel" or opts.assembly == "previous":
+        return solve(model, backend, time_limit=opts.time_limit)
+    for tol, refine in CLARABEL_ATTEMPTS:
+        options = {**CLARABEL_TIGHT, "tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol}
+        res = solve(
+            model, backend, time_limit=opts.time_limit, options={**options, "iterative_refinement_enable": refine}
+        )
+        if res.termination_condition == OK:
+            return res
+    return solve(model, backend, time_limit=opts.time_limit)
 
 
 def _tree_ok(problem: NodeProblem, edits: bool) -> bool:
