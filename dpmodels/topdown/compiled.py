@@ -24,7 +24,7 @@ from .node_data import NodeProblem, split_floor
 from .query_rounder import cell_costs, penalty_rows
 from .query_sums import query_terms
 
-__all__ = ["LinearSystem", "l2_system", "l1_system", "solve_l2_clarabel", "solve_l1_highs"]
+__all__ = ["LinearSystem", "l2_system", "l1_system", "solve_l2_clarabel", "solve_l1_highs", "stack_rows"]
 
 
 @dataclass
@@ -261,6 +261,19 @@ def l1_system(problem: NodeProblem, hstar: np.ndarray, objective: str = "l1", ed
     return system, low
 
 
+def stack_rows(blocks, n: int) -> sp.csr_matrix:
+    """The CSR blocks (each ``n`` columns) one under the other, duplicates summed: ``sp.vstack`` without
+    its format conversions (a quarter of its time on the node solves' systems; the same matrix)."""
+    blocks = [b.tocsr() for b in blocks]
+    nnz = np.cumsum([0] + [b.nnz for b in blocks])
+    indptr = np.concatenate([[0]] + [b.indptr[1:] + start for b, start in zip(blocks, nnz[:-1], strict=True)])
+    data = np.concatenate([b.data for b in blocks]) if blocks else np.zeros(0)
+    indices = np.concatenate([b.indices for b in blocks]) if blocks else np.zeros(0, dtype=np.int32)
+    out = sp.csr_matrix((data, indices, indptr), shape=(int(sum(b.shape[0] for b in blocks)), n))
+    out.sum_duplicates()
+    return out
+
+
 # ---------------------------------------------------------------------- solvers
 def solve_l2_clarabel(
     system: LinearSystem, tol: float = 1e-8, direct_solve_method: str = "qdldl", refine: bool = True
@@ -283,12 +296,12 @@ def solve_l2_clarabel(
     """
     import clarabel
 
-    n = system.n
     finite = np.isfinite(system.lb)
     bound_rows = sp.csr_matrix(
-        (-np.ones(finite.sum()), (np.arange(finite.sum()), np.flatnonzero(finite))), shape=(int(finite.sum()), n)
+        (-np.ones(finite.sum()), np.flatnonzero(finite), np.arange(finite.sum() + 1)),
+        shape=(int(finite.sum()), system.n),
     )
-    a = sp.vstack([system.a_eq, system.a_ub, bound_rows], format="csc")
+    a = stack_rows([system.a_eq, system.a_ub, bound_rows], system.n).tocsc()
     b = np.concatenate([system.b_eq, system.b_ub, -system.lb[finite]])
     n_eq, n_ineq = system.a_eq.shape[0], system.a_ub.shape[0] + int(finite.sum())
     cones = ([clarabel.ZeroConeT(n_eq)] if n_eq else []) + ([clarabel.NonnegativeConeT(n_ineq)] if n_ineq else [])
@@ -326,7 +339,7 @@ def solve_l1_highs(
         h.setOptionValue("time_limit", float(time_limit))
     lp = highspy.HighsLp()
     n = system.n
-    a = sp.vstack([system.a_eq, system.a_ub], format="csc")
+    a = stack_rows([system.a_eq, system.a_ub], system.n).tocsc()
     lp.num_col_, lp.num_row_ = n, a.shape[0]
     lp.col_cost_ = system.c
     lp.col_lower_ = system.lb

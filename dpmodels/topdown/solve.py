@@ -22,13 +22,12 @@ import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import scipy.sparse as sp
 from pyomo.contrib.solver.common.results import TerminationCondition
 
 from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.core.facade import solve
 
-from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel
+from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel, stack_rows
 from .failsafe_models import build_failsafe_l1, build_failsafe_l2
 from .flow import solve_flow_rounding  # the plugins' algorithms, on plain data
 from .models import build_l1, build_l2, histogram_values
@@ -208,7 +207,7 @@ def _round(problem, hstar, opts, edits):
 def _round_compiled(problem, hstar, opts, edits):
     """The LP-first protocol on the matrix form: simplex, integrality check, else the MIP."""
     system, low = _builders(opts)[1](problem, hstar, opts.objective, edits)
-    a = sp.vstack([system.a_eq, system.a_ub])
+    a = stack_rows([system.a_eq, system.a_ub], system.n)
     bounds = np.concatenate([system.lb, system.ub])
     cert = matrix_certificate(a, np.concatenate([system.b_eq, system.b_ub]), bounds).holds
     certified_only = opts.assembly == "previous"  # before issue 25, only a certified LP was tried
