@@ -321,9 +321,28 @@ def solve_l2_clarabel(
 
 
 def solve_l1_highs(
-    system: LinearSystem, integer: bool, simplex: bool = True, time_limit: float | None = None
+    system: LinearSystem,
+    integer: bool,
+    simplex: bool = True,
+    time_limit: float | None = None,
+    presolve: bool = False,
 ) -> tuple[np.ndarray | None, str, float | None]:
-    """HiGHS on the LP (vertex solution by simplex) or the MIP; returns (x, status, objective)."""
+    """HiGHS on the LP (vertex solution by simplex) or the MIP; returns (x, status, objective).
+
+    Parameters
+    ----------
+    system : LinearSystem
+        The rounding (:func:`l1_system`).
+    integer : bool
+        The MIP (to a zero relative gap) instead of the LP.
+    simplex : bool
+        The LP by simplex, for a vertex solution (an integral vertex is the MIP's optimum).
+    time_limit : float, optional
+        HiGHS's time limit in seconds.
+    presolve : bool
+        HiGHS's presolve on the simplex LP: off by default, faster on these small LPs
+        (``dpmodels bench topdown --solver-settings`` times both).
+    """
     import highspy
 
     from dpmodels.core.highs import new_highs
@@ -331,8 +350,7 @@ def solve_l1_highs(
     h = new_highs()  # output off, and HiGHS's banner kept off our stdout
     if simplex and not integer:
         h.setOptionValue("solver", "simplex")
-        # presolve off: 2.5x faster on the state preset's block roundings (3.5 ms against 9 ms an LP)
-        h.setOptionValue("presolve", "off")
+        h.setOptionValue("presolve", "on" if presolve else "off")
     if integer:
         h.setOptionValue("mip_rel_gap", 0.0)  # optimal means optimal, not within HiGHS's default 1e-4
     if time_limit is not None:
