@@ -35,6 +35,7 @@ __all__ = [
     "l2_sweep",
     "state_end_to_end",
     "run_bench",
+    "run_bench_command",
 ]
 
 POPULATION_1940 = 132_164_569
@@ -363,3 +364,37 @@ def run_bench(
         frames.append(pd.DataFrame(document["solver settings"]["rows"]).assign(part="solver settings"))
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return Result(table, ["\n".join(shown)], document=document)
+
+
+def run_bench_command(args):
+    """``dpmodels bench topdown``: its arguments checked, then :func:`run_bench`.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``--sizes``, ``--preset``, ``--races``, ``--quick``, ``--no-previous``,
+        ``--largest-state``, ``--solver-settings``, ``--time-limit``).
+    """
+    from dpmodels.core.errors import DataValidationError
+    from dpmodels.instances.topdown import PRESETS
+
+    if args.quick:
+        args.sizes, args.preset, args.time_limit = [(4, 64), (16, 512)], "county", 30.0
+    if args.preset != "none" and args.preset not in PRESETS:
+        raise DataValidationError("--preset", f"must be 'none' or one of {sorted(PRESETS)}, got {args.preset!r}")
+    preset = None if args.preset == "none" else args.preset
+    bad = [c for c in args.largest_state if c > 58]
+    if bad:
+        raise DataValidationError("--largest-state", f"the largest state has 58 counties, got {bad}")
+    if args.solver_settings and preset is None:
+        raise DataValidationError("--solver-settings", "times the node solves of the --preset run: give a preset")
+    return run_bench(
+        args.sizes,
+        args.sizes,
+        preset,
+        args.races,
+        args.time_limit,
+        args.compare_previous,
+        tuple(args.largest_state),
+        args.solver_settings,
+    )

@@ -186,30 +186,9 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_bench(args) -> Result:
-    from dpmodels.instances.topdown import PRESETS
+    from .bench import run_bench_command
 
-    from .bench import run_bench
-
-    if args.quick:
-        args.sizes, args.preset, args.time_limit = [(4, 64), (16, 512)], "county", 30.0
-    if args.preset != "none" and args.preset not in PRESETS:
-        raise DataValidationError("--preset", f"must be 'none' or one of {sorted(PRESETS)}, got {args.preset!r}")
-    preset = None if args.preset == "none" else args.preset
-    bad = [c for c in args.largest_state if c > 58]
-    if bad:
-        raise DataValidationError("--largest-state", f"the largest state has 58 counties, got {bad}")
-    if args.solver_settings and preset is None:
-        raise DataValidationError("--solver-settings", "times the node solves of the --preset run: give a preset")
-    return run_bench(
-        args.sizes,
-        args.sizes,
-        preset,
-        args.races,
-        args.time_limit,
-        args.compare_previous,
-        tuple(args.largest_state),
-        args.solver_settings,
-    )
+    return run_bench_command(args)
 
 
 # ---------------------------------------------------------------------- release
