@@ -23,12 +23,13 @@ from dpmodels.topdown.driver import topdown
 from dpmodels.topdown.inner_passes import run_l2_passes, run_rounder_passes
 from dpmodels.topdown.interleaved import check_options
 from dpmodels.topdown.mechanism import default_strategy, measure
-from dpmodels.topdown.node_data import ChildSpec, NodeProblem, WeightedQuery
 from dpmodels.topdown.pass_rows import HeldRows
 from dpmodels.topdown.production_options import parse_passes, production_release
 from dpmodels.topdown.query_rounder import round_half_up
 from dpmodels.topdown.release import HARD_CHECKS, release_facts
 from dpmodels.topdown.solve import NodeOptions
+
+from .test_interleaved import _tiny_problem as _problem  # two children: a total and the detailed query
 
 TOTAL_FIRST = (("total",), ("detailed",))
 
@@ -36,19 +37,6 @@ TOTAL_FIRST = (("total",), ("detailed",))
 @pytest.fixture(scope="module")
 def tiny():
     return instances.generate("topdown/synthetic", preset="tiny", races=2, seed=3, edits=False)
-
-
-def _problem(parent, noisy_totals, noisy_cells):
-    """Two children over the parent's cells: a total (one row, weight 2) and the detailed query (weight 1)."""
-    n = len(parent)
-    ones, eye = sp.csr_matrix(np.ones((1, n))), sp.identity(n, format="csr")
-    children = [
-        ChildSpec(
-            t, [WeightedQuery("total", ones, np.array([tot]), 2.0), WeightedQuery("detailed", eye, cells, 1.0, True)]
-        )
-        for t, (tot, cells) in enumerate(zip(noisy_totals, noisy_cells, strict=True))
-    ]
-    return NodeProblem(np.arange(n), children, parent=np.asarray(parent))
 
 
 def _detailed_qp_with_totals_box(parent, noisy_cells, totals, tol):
