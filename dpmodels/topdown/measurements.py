@@ -25,7 +25,7 @@ from dpmodels.core.hierarchy import Hierarchy
 from dpmodels.core.measurements import MeasurementSet
 
 from .data import Attribute, Schema
-from .knowledge import PublicKnowledge
+from .knowledge import ChildGroup, PublicKnowledge
 from .mechanism import Measurements, NodeMeasurement, Strategy
 from .queries import QuerySet, identity, marginal
 
@@ -58,13 +58,14 @@ def public_facts(schema: Schema, geography: Hierarchy, knowledge: PublicKnowledg
     Parameters
     ----------
     schema, geography, knowledge, strategy
-        The release's public parts (only invariant totals are written; group-quarters facts,
-        structural zeros and edits are not in the format yet and are refused).
+        The release's public parts (the invariant totals and the grouped child totals are written,
+        the groups as ``child_groups``: a list of ``{"regions": [...], "total": n}``; group-quarters
+        facts, structural zeros and edits are not in the format yet and are refused).
     """
     if knowledge.gq is not None or len(knowledge.structural_zeros) or knowledge.edits:
         raise DataValidationError("knowledge", "group-quarters facts, zeros and edits are not in the format yet")
-    if strategy.per_level or knowledge.child_groups:
-        raise DataValidationError("strategy", "per-level query shares and grouped totals are not in the format yet")
+    if strategy.per_level:
+        raise DataValidationError("strategy", "per-level query shares are not in the format yet")
     parents = [
         [name, None if p < 0 else geography.names[p]] for name, p in zip(geography.names, geography.parent, strict=True)
     ]
@@ -78,7 +79,27 @@ def public_facts(schema: Schema, geography: Hierarchy, knowledge: PublicKnowledg
         ],
         "total_level": knowledge.total_level,
         "invariant_totals": dict(zip(invariant, (int(t) for t in knowledge.invariant_totals), strict=True)),
-    }
+    } | _groups_out(knowledge)
+
+
+def _groups_out(knowledge: PublicKnowledge) -> dict:
+    groups = [{"regions": list(g.regions), "total": int(g.total)} for g in knowledge.child_groups]
+    return {"child_groups": groups} if groups else {}
+
+
+def _groups_in(public: dict) -> tuple[ChildGroup, ...]:
+    """The facts' ``child_groups`` (absent: none), each a mapping of its ``regions`` and ``total``."""
+    declared = public.get("child_groups", [])
+    if not isinstance(declared, list):
+        raise DataValidationError("facts", f"child_groups must be a list, got {type(declared).__name__}")
+    groups = []
+    for k, group in enumerate(declared):
+        if not isinstance(group, dict) or set(group) != {"regions", "total"}:
+            raise DataValidationError("facts", f"child_groups[{k}] must be {{'regions': [...], 'total': n}}")
+        if not isinstance(group["regions"], list) or isinstance(group["total"], bool | str):
+            raise DataValidationError("facts", f"child_groups[{k}]: regions a list of names, total a count")
+        groups.append(ChildGroup(tuple(group["regions"]), group["total"]))
+    return tuple(groups)
 
 
 def measurement_set(measured: Measurements, public: dict, source: str) -> MeasurementSet:
@@ -154,7 +175,9 @@ class PublicInputs:
             raise DataValidationError(
                 "facts", f"invariant_totals must name the first {len(names)} regions: {missing[:3]}"
             )
-        self.knowledge = PublicKnowledge(np.array([totals[n] for n in names]), int(public["total_level"]))
+        self.knowledge = PublicKnowledge(
+            np.array([totals[n] for n in names]), int(public["total_level"]), child_groups=_groups_in(public)
+        )
         self.knowledge.check(self.geography)
 
 

@@ -11,6 +11,7 @@ census.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -27,9 +28,10 @@ from dpmodels.core.errors import DataValidationError
 from dpmodels.core.tree_gls import TreeGLSProblem
 from dpmodels.topdown.compare_estimators import compare_estimators
 from dpmodels.topdown.data import ChildGroup, TopDownData
+from dpmodels.topdown.driver import topdown
 from dpmodels.topdown.gls import gls_estimate, gls_from_set, gls_problem
 from dpmodels.topdown.gls_model import build_gls, gls_values
-from dpmodels.topdown.measurements import measurement_set, public_facts
+from dpmodels.topdown.measurements import measurement_set, measurements_from_set, public_facts
 from dpmodels.topdown.mechanism import measure
 
 
@@ -190,3 +192,49 @@ def test_a_measurement_file_gives_the_same_estimate():
     direct = gls_estimate(measured, plain, data.schema, data.geography)
     np.testing.assert_allclose(from_file.estimate, direct.estimate, rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(from_file.variance, direct.variance, rtol=1e-12)
+
+
+def test_a_measurement_file_carries_the_group_totals():
+    """The facts hold the grouped child totals (``child_groups``): the estimate from the file is the
+    direct one with the groups, and the group holds exactly."""
+    data = _grouped_census(seed=1)
+    measured = measure(data, 2, rng=np.random.default_rng(5))
+    kn = type(data.knowledge)(  # the format carries totals and groups, not GQ facts, zeros or edits
+        data.knowledge.invariant_totals, data.knowledge.total_level, child_groups=data.knowledge.child_groups
+    )
+    facts = public_facts(data.schema, data.geography, kn, measured.strategy)
+    assert facts["child_groups"] == [{"regions": list(g.regions), "total": g.total} for g in kn.child_groups]
+    facts = json.loads(json.dumps(facts))  # as written to and read from a facts file
+    from_file = gls_from_set(measurement_set(measured, facts, "test"))
+    direct = gls_estimate(measured, kn, data.schema, data.geography)
+    np.testing.assert_allclose(from_file.estimate, direct.estimate, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(from_file.variance, direct.variance, rtol=1e-12)
+    group = kn.child_groups[0]
+    rows = [data.geography.index[r] for r in group.regions]
+    assert from_file.totals[rows].sum() == pytest.approx(group.total, abs=1e-8)
+    back, public = measurements_from_set(measurement_set(measured, facts, "test"))  # TopDown from the file
+    again = topdown(back, public.knowledge, public.schema, public.geography)
+    assert again.node_counts[rows].sum() == group.total
+    expected = topdown(measured, kn, data.schema, data.geography)
+    assert (again.node_counts != expected.node_counts).nnz == 0
+
+
+@pytest.mark.parametrize(
+    "groups, message",
+    [
+        ({"regions": ["a"], "total": 1}, "must be a list"),
+        ([{"regions": ["a"]}], r"child_groups\[0\] must be"),
+        ([{"regions": "a", "total": 1}], "regions a list of names"),
+        ([{"regions": ["a"], "total": "1"}], "regions a list of names"),
+        ([{"regions": ["a"], "total": 1.5}], "total must be a count"),
+    ],
+)
+def test_malformed_group_facts_are_refused_by_name(groups, message):
+    from dpmodels.core.errors import DataValidationError
+    from dpmodels.topdown.measurements import PublicInputs
+
+    data = _grouped_census()
+    plain = type(data.knowledge)(data.knowledge.invariant_totals, data.knowledge.total_level)
+    facts = public_facts(data.schema, data.geography, plain, measure(data, 1, rng=0).strategy)
+    with pytest.raises(DataValidationError, match=message):
+        PublicInputs({**facts, "child_groups": groups})
