@@ -26,6 +26,7 @@ import numpy as np
 
 from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel
 from .node_data import split_floor
+from .solve import integral_vertex
 
 __all__ = ["L2_SETTINGS", "run_problems", "solver_settings", "settings_lines"]
 
@@ -127,7 +128,7 @@ def _l1_rows(problems, histograms) -> list[dict]:
         presolved_s += seconds
         (x, _, _), seconds = _timed(solve_l1_highs, system, integer=False)
         lp_s, solved = lp_s + seconds, solved + 1
-        if x is not None and np.abs(x[: system.n_hist] - np.round(x[: system.n_hist])).max(initial=0) <= 1e-6:
+        if x is not None and integral_vertex(x[: system.n_hist]):
             integral += 1
             continue
         _, seconds = _timed(solve_l1_highs, system, integer=True)

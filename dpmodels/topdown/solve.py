@@ -42,6 +42,16 @@ __all__ = ["NodeOptions", "NodeSolution", "solve_node", "fit_l2", "round_l2", "f
 OK = TerminationCondition.convergenceCriteriaSatisfied
 #: Clarabel's settings for the L2 solves through Pyomo: those of the matrix path (:func:`_clarabel`).
 CLARABEL_TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10, "direct_solve_method": "qdldl"}
+#: How far from an integer an LP vertex's histogram value may be and still count as integral.
+INTEGRAL_TOL = 1e-6
+
+
+def integral_vertex(values: np.ndarray) -> bool:
+    """Whether an LP vertex's histogram values are all integers (within :data:`INTEGRAL_TOL`): then the
+    vertex is the rounding MIP's optimum too, and the MIP is skipped."""
+    return bool(np.abs(values - np.round(values)).max(initial=0) <= INTEGRAL_TOL)
+
+
 #: The matrix path's Clarabel attempts, in order: (tolerance, iterative refinement).
 CLARABEL_ATTEMPTS = ((1e-10, False), (1e-10, True), (1e-8, True))
 
@@ -196,7 +206,7 @@ def _round(problem, hstar, opts, edits):
     res = solve(lp, "highs", time_limit=opts.time_limit, options={"solver": "simplex"})
     if res.termination_condition == OK:
         values = histogram_values(lp)
-        if np.abs(values - np.round(values)).max(initial=0) <= 1e-6:
+        if integral_vertex(values):
             return np.round(values).astype(np.int64), "lp-integral", res.termination_condition.name, cert
     mip = build_l1(problem, hstar, relax=False, objective=opts.objective, edits=edits, fingerprint=False)
     res = solve(mip, "highs", time_limit=opts.time_limit, options={"mip_rel_gap": 0.0})  # as the matrix path
@@ -216,7 +226,7 @@ def _round_compiled(problem, hstar, opts, edits):
         x, status, _ = solve_l1_highs(system, integer=False, simplex=True, time_limit=opts.time_limit)
     if x is not None:
         y = x[: system.n_hist]
-        if np.abs(y - np.round(y)).max(initial=0) <= 1e-6:
+        if integral_vertex(y):
             return low + np.round(y).reshape(low.shape).astype(np.int64), "lp-integral", OK.name, cert
     x, status, _ = solve_l1_highs(system, integer=True, time_limit=opts.time_limit)
     if x is None:
