@@ -32,6 +32,7 @@ from dpmodels.topdown.data import (
     pl94_schema,
 )
 from dpmodels.topdown.layouts import LAYOUTS, read_ppmf, read_ppmf_pl94
+from dpmodels.topdown.production import declared_child_groups
 from dpmodels.topdown.production import structural_zeros as named_zeros
 
 from . import topdown_examples  # noqa: F401  (registers one example model per formulation)
@@ -92,13 +93,17 @@ def synthetic_census(
     total_level: str = "state",
     edits: bool = True,
     structural_zeros: str = "adult-only",
+    child_groups=None,
 ) -> TopDownData:
     """Draw a synthetic census.  ``fanout`` overrides the preset's (states, counties, tracts,
     block groups, blocks) counts; ``scale`` multiplies block populations; ``total_level``
     names the deepest geography whose populations are invariant ("nation" ... "block");
     ``structural_zeros`` names the declared set (:data:`dpmodels.topdown.production.STRUCTURAL_ZEROS`):
     ``"adult-only"`` (the default since 2019: no minor in four GQ types) or ``"production"`` (the 2020
-    production's: no minor in a nursing facility).  The persons drawn are the same either way."""
+    production's: no minor in a nursing facility).  The persons drawn are the same either way.
+    ``child_groups`` declares groups of sibling regions (``"01001,01002"``; regions split by ``,``, groups
+    by ``;``, or a list of lists of names) whose totals are invariant
+    (:func:`dpmodels.topdown.production.declared_child_groups`)."""
     rng = make_rng(seed)
     fan = tuple(fanout) if fanout is not None else PRESETS.get(preset)
     if fan is None or len(fan) != 5 or min(fan) < 1:
@@ -143,6 +148,7 @@ def synthetic_census(
         gq=gq,
         structural_zeros=named_zeros(schema, structural_zeros),
         edits=(children_per_adult_edit(schema),) if edits else (),
+        child_groups=declared_child_groups(geography, totals, child_groups, "child_groups"),
     )
     return TopDownData(
         schema, geography, counts, knowledge, name=f"synthetic({preset if fanout is None else fan}, seed={seed})"
@@ -220,6 +226,7 @@ def from_csv(
     blocks: str | Path | None = None,
     layout: str = "labels",
     structural_zeros: str | None = None,
+    child_groups=None,
 ) -> TopDownData:
     """Load person records (``geocode`` plus one column per PL94 attribute, value labels; or Census codes).
 
@@ -257,6 +264,11 @@ def from_csv(
         facility; ``"adult-only"``), or None.  A person in a declared zero cell is left out by the stated
         rule :data:`dpmodels.topdown.production.STRUCTURAL_ZERO_RULE` (refusing instead would make
         whether a release happens depend on one person).
+    child_groups
+        Declared groups of sibling regions (geocode prefixes; ``"01001,01003;01005"``: regions split by
+        ``,``, groups by ``;``, or a list of lists) whose total population is invariant, released exactly
+        like the invariant totals (the production's AIAN and non-AIAN parts of a state); computed after
+        the rules below (:func:`dpmodels.topdown.production.declared_child_groups`).
     """
     level = LEVELS.get(total_level)
     if level is None:
@@ -282,7 +294,10 @@ def from_csv(
         shape=(len(leaf_row), schema.size),
     )
     totals = _region_totals(geography, counts)
-    knowledge = PublicKnowledge.from_region_totals(geography, totals, level, structural_zeros=zeros)
+    groups = declared_child_groups(geography, totals, child_groups, "child_groups")
+    knowledge = PublicKnowledge.from_region_totals(
+        geography, totals, level, structural_zeros=zeros, child_groups=groups
+    )
     name = source_stem(persons, "persons")
     return TopDownData(schema, geography, counts, knowledge, name=name, geography_declared=blocks is not None)
 

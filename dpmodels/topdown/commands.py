@@ -82,6 +82,8 @@ def _load(args):
                 settings[key] = tuple(int(v) for v in str(value).split(","))
             except ValueError:
                 raise DataValidationError("--set", f"fanout expects comma-separated integers, got {value!r}") from None
+    if "child_groups" in settings:  # geocode prefixes as written: 01001 is not the number 1001
+        settings["child_groups"] = dict(pair.split("=", 1) for pair in args.set)["child_groups"]
     seed = settings.pop("seed", 0)
     return instances.generate("topdown/synthetic", seed=seed, preset=args.preset, **settings)
 
@@ -319,6 +321,13 @@ def _persons_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--races", type=positive_int, default=63, help="cenrace categories of the schema (1..63)")
     p.add_argument("--total-level", default="state", type=one_of(LEVELS, "level"), help="deepest invariant population")
+    p.add_argument(
+        "--child-groups",
+        metavar="GROUPS",
+        help="groups of sibling regions (geocode prefixes, children of an invariant region) whose total is "
+        "invariant, released exactly (the production's AIAN and non-AIAN parts of a state): regions split by ',', "
+        "groups by ';', e.g. '01001,01003;01005'",
+    )
     p.add_argument(
         "--blocks",
         help="CSV with a geocode column: the public list of blocks, empty ones too (required; persons in "

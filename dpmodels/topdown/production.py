@@ -34,7 +34,7 @@ from dpmodels.core.hierarchy import Hierarchy
 
 from .child_rows import ChildRows
 from .data import Schema
-from .knowledge import PublicKnowledge
+from .knowledge import ChildGroup, PublicKnowledge
 
 __all__ = [
     "STRUCTURAL_ZEROS",
@@ -45,6 +45,8 @@ __all__ = [
     "production_rows",
     "failsafe_nodes",
     "production_checks",
+    "parse_child_groups",
+    "declared_child_groups",
 ]
 
 #: Named sets of structural zeros: (GQ types whose persons are all 18 or over, description).
@@ -240,3 +242,59 @@ def production_checks(counts: np.ndarray, knowledge: PublicKnowledge, geography:
         per_type = np.asarray(per_type.todense() if sp.issparse(per_type) else per_type)
         out["occupancy caps off"] = int(((rows.caps >= 0) & (per_type > rows.caps)).sum())
     return out
+
+
+def parse_child_groups(text, field: str = "--child-groups") -> tuple[tuple[str, ...], ...]:
+    """Declared groups of sibling regions: ``"01001,01003;01005,01007"`` (regions split by ``,``, groups
+    by ``;``) or a sequence of sequences of region names; None or empty gives no group.
+
+    Parameters
+    ----------
+    text : str or sequence of sequences of str, optional
+        The groups.
+    field : str, default "--child-groups"
+        The name errors give.
+    """
+    if text is None:
+        return ()
+    if isinstance(text, str):
+        parts = [part for part in text.split(";") if part.strip()]
+        groups = [tuple(r.strip() for r in part.split(",")) for part in parts]
+    else:
+        groups = [(group,) if isinstance(group, str) else tuple(str(r) for r in group) for group in text]
+    for k, group in enumerate(groups):
+        if not group or any(not r for r in group):
+            raise DataValidationError(field, f"group {k + 1} has an empty region name: {group!r}")
+    return tuple(groups)
+
+
+def declared_child_groups(
+    geography: Hierarchy, region_totals: np.ndarray, groups, field: str = "--child-groups"
+) -> tuple[ChildGroup, ...]:
+    """The declared groups (:func:`parse_child_groups`) as :class:`~dpmodels.topdown.knowledge.ChildGroup`,
+    each total the sum of its regions' populations: an invariant, released exactly like the invariant
+    totals of ``total_level`` (the production's AIAN and non-AIAN state parts), which the manifest lists.
+
+    Which regions form a group is the user's declaration; only the totals come from the data, as every
+    invariant does.  The groups' shape (siblings, an invariant parent) is checked by
+    :meth:`PublicKnowledge.check`.
+
+    Parameters
+    ----------
+    geography : Hierarchy
+        The geography tree.
+    region_totals : numpy.ndarray
+        Every region's population, in hierarchy order (after the bounding rules).
+    groups : str or sequence of sequences of str
+        The declared groups.
+    field : str, default "--child-groups"
+        The name errors give.
+    """
+    index = geography.index
+    out = []
+    for group in parse_child_groups(groups, field):
+        unknown = [r for r in group if r not in index]
+        if unknown:
+            raise DataValidationError(field, f"regions {unknown} are not in the geography (group {', '.join(group)})")
+        out.append(ChildGroup(group, int(sum(int(region_totals[index[r]]) for r in group))))
+    return tuple(out)

@@ -65,9 +65,15 @@ def load_persons(args):
     """The persons of ``--persons`` under the declared blocks, schema and layout (release and measure)."""
     from dpmodels.instances.topdown import from_csv
 
-    zeros = {"structural_zeros": getattr(args, "structural_zeros", None)}  # release only (issue 25)
+    declared = {"structural_zeros": getattr(args, "structural_zeros", None)}  # release only (issue 25)
     data = from_csv(
-        args.persons, races=args.races, total_level=args.total_level, blocks=args.blocks, layout=args.layout, **zeros
+        args.persons,
+        races=args.races,
+        total_level=args.total_level,
+        blocks=args.blocks,
+        layout=args.layout,
+        child_groups=args.child_groups,
+        **declared,
     )
     if args.blocks is None:
         logging.getLogger("dpmodels").warning(
