@@ -34,15 +34,16 @@ def _flows_ok(problem: NodeProblem, v: np.ndarray, tol: float) -> np.ndarray:
     if all(c.flows is None for c in problem.children):
         return ok
     totals = _type_totals(problem, v)
+    free = []
     for t, child in enumerate(problem.children):
-        flows = child.flows
-        if flows is None:
-            continue
-        if flows.fixed:  # populations fixed: the exact routing (max-flow or LP) check
-            ok[t] = flows_hold(flows, problem.types(), v[t], tol)
-            continue
-        absent = ~flows.combos.any(axis=0)
-        ok[t] = not (totals[t, absent] > tol).any() and bool((totals[t] + tol >= flows.lower.sum(axis=0)).all())
+        if child.flows is not None and child.flows.fixed:  # populations fixed: the exact routing check
+            ok[t] = flows_hold(child.flows, problem.types(), v[t], tol)
+        elif child.flows is not None:
+            free.append(t)
+    if free:  # only lower bounds: no persons of an absent type, at least each type's minimum
+        present = np.array([problem.children[t].flows.combos.any(axis=0) for t in free])
+        minimum = np.array([problem.children[t].flows.type_minimum for t in free])
+        ok[free] = ~((totals[free] > tol) & ~present).any(axis=1) & (totals[free] + tol >= minimum).all(axis=1)
     return ok
 
 

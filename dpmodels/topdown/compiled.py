@@ -75,26 +75,52 @@ class _Rows:
         return a, np.concatenate(self.rhs)
 
 
-def _type_rows(flows, col_t: np.ndarray, base_t: np.ndarray, types, first_arc: int, eq: _Rows) -> None:
-    """One child's flow rows: per type, its cells minus its out-arcs (= minus the floors' type mass);
-    per combination with a fixed population, its in-arcs (= the population).  ``types`` is
-    ``(type of every cell, the cells grouped by type in cell order)``."""
-    n_types = flows.n_types
-    types, by_type = types
-    arc_combo, arc_type = np.nonzero(flows.combos)  # arc k = (type arc_type[k], combination arc_combo[k])
-    arcs_by_type = np.lexsort((arc_combo, arc_type))  # out-arcs grouped by type, in combination order
-    cols = np.concatenate([col_t[by_type], first_arc + arcs_by_type])
-    vals = np.concatenate([np.ones(len(by_type)), -np.ones(len(arcs_by_type))])
-    key = np.concatenate([2 * types[by_type], 2 * arc_type[arcs_by_type] + 1])
-    order = np.argsort(key, kind="stable")  # per type: its cells, then its out-arcs
-    lengths = np.bincount(types, minlength=n_types) + np.bincount(arc_type, minlength=n_types)
-    mass = np.bincount(types, weights=base_t, minlength=n_types)  # the floors' mass (integers: exact)
-    eq.block(lengths, cols[order], vals[order], -mass)
+def _flow_rows(problem: NodeProblem, base: np.ndarray, types: np.ndarray, first_col: int) -> dict:
+    """Every child's flow rows, for all children at once: ``{child: (type rows, population rows)}``, each
+    a ``(lengths, cols, vals, rhs)`` block (population rows None where no population is fixed).
+
+    A child's type rows are, per GQ type, its cells of that type minus its out-arcs of that type (=
+    minus the floors' type mass, exact in integers); its population rows, per combination with a fixed
+    population, its in-arcs (= the population).  The arcs of the children with flows take consecutive
+    columns from ``first_col``, child by child, each child's in ``np.nonzero(combos)`` order.
+    """
+    kids = [t for t, child in enumerate(problem.children) if child.flows is not None]
+    if not kids:
+        return {}
+    n, n_types = problem.n, problem.children[kids[0]].flows.n_types
+    arcs = [np.nonzero(problem.children[t].flows.combos) for t in kids]  # (combination, type) per arc
+    n_arcs = np.array([len(combo) for combo, _ in arcs])
+    arc_kid = np.repeat(np.arange(len(kids)), n_arcs)
+    arc_type = np.concatenate([arc_t for _, arc_t in arcs])
+    by_type = np.argsort(types, kind="stable")  # cells grouped by type, in cell order
+    cell_kid = np.repeat(np.arange(len(kids)), len(by_type))
+    cell_type = np.tile(types[by_type], len(kids))
+    cols = np.concatenate([(np.asarray(kids)[:, None] * n + by_type).ravel(), first_col + np.arange(len(arc_type))])
+    vals = np.concatenate([np.ones(len(cell_kid)), -np.ones(len(arc_type))])
+    row = np.concatenate([cell_kid * n_types + cell_type, arc_kid * n_types + arc_type])
+    order = np.argsort(2 * row + (np.arange(len(row)) >= len(cell_kid)), kind="stable")  # per row: cells, then arcs
+    lengths = np.bincount(row, minlength=len(kids) * n_types)
+    onehot = np.zeros((n, n_types))
+    onehot[np.arange(n), types] = 1.0
+    rhs = -(base[kids] @ onehot)  # the floors' mass of every type (integers: exact)
+    ends = np.cumsum(lengths.reshape(len(kids), n_types).sum(axis=1))
+    out, start, arc_start = {}, 0, first_col
+    for k, t in enumerate(kids):
+        part = order[start : ends[k]]
+        type_rows = (lengths[k * n_types : (k + 1) * n_types], cols[part], vals[part], rhs[k])
+        out[t] = (type_rows, _population_rows(problem.children[t].flows, arcs[k][0], arc_start))
+        start, arc_start = ends[k], arc_start + n_arcs[k]
+    return out
+
+
+def _population_rows(flows, arc_combo: np.ndarray, first_arc: int):
+    """Per combination with a fixed population, its in-arcs (= the population); None without one."""
     fixed = np.flatnonzero(flows.population >= 0)
-    if len(fixed):
-        ins = np.bincount(arc_combo, minlength=len(flows.combos))[fixed]
-        keep = np.isin(arc_combo, fixed)
-        eq.block(ins, first_arc + np.flatnonzero(keep), np.ones(int(keep.sum())), flows.population[fixed])
+    if not len(fixed):
+        return None
+    ins = np.bincount(arc_combo, minlength=len(flows.combos))[fixed]
+    keep = np.isin(arc_combo, fixed)
+    return ins, first_arc + np.flatnonzero(keep), np.ones(int(keep.sum())), flows.population[fixed]
 
 
 def _structure(problem: NodeProblem, base: np.ndarray, edits: bool, eq: _Rows, ub: _Rows):
@@ -110,20 +136,19 @@ def _structure(problem: NodeProblem, base: np.ndarray, edits: bool, eq: _Rows, u
         eq.add(col[0], 1.0, problem.root_total - base.sum())
     else:
         eq.block(np.full(n, m), col.T.ravel(), np.ones(m * n), problem.parent - base.sum(axis=0))
-    types = problem.types() if problem.cell_type is not None else None
-    grouped = None if types is None else (types, np.argsort(types, kind="stable"))  # cells grouped by type
+    flows = _flow_rows(problem, base, problem.types(), m * n) if problem.cell_type is not None else {}
     flow_lower = []
-    next_col = m * n
     for t, child in enumerate(problem.children):
         if child.flows is None or not child.flows.fixed:
             if child.total is not None and problem.parent is not None:
                 eq.add(col[t], 1.0, child.total - base[t].sum())
         if child.flows is None:
             continue
-        arc_combo, arc_type = np.nonzero(child.flows.combos)
-        _type_rows(child.flows, col[t], base[t], grouped, next_col, eq)
-        next_col += len(arc_combo)
-        flow_lower.append(child.flows.lower[arc_combo, arc_type].astype(np.float64))
+        type_rows, population_rows = flows[t]
+        eq.block(*type_rows)
+        if population_rows is not None:
+            eq.block(*population_rows)
+        flow_lower.append(child.flows.lower[np.nonzero(child.flows.combos)].astype(np.float64))
     for e in problem.edits if edits else ():
         coef = e.coef[problem.cells]
         nz = np.flatnonzero(coef)

@@ -9,6 +9,7 @@ facts give every node.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -118,8 +119,9 @@ class FlowData:
         """``gq_g``: the least population of every type."""
         return self.lower.sum(axis=0)
 
-    @property
+    @cached_property
     def fixed(self) -> bool:
+        """Whether every combination's population is fixed (an invariant level); asked per check and system."""
         return bool((self.population >= 0).all())
 
     def arcs(self) -> list[tuple[int, int]]:

@@ -29,7 +29,8 @@ from dpmodels.core.facade import solve
 
 from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel, stack_rows
 from .failsafe_models import build_failsafe_l1, build_failsafe_l2
-from .flow import solve_flow_rounding  # the plugins' algorithms, on plain data
+from .flow import solve_flow_rounding
+from .forced_zeros import expanded, without_forced_zeros  # the plugins' algorithms, on plain data
 from .models import build_l1, build_l2, histogram_values
 from .node_data import NodeProblem, split_floor
 from .node_options import NodeOptions  # re-exported: solve_node's options
@@ -126,11 +127,12 @@ def _clarabel(system, opts: NodeOptions):
     interior-point method still stops only at 1e-10), then with it, then at 1e-8."""
     if opts.assembly == "previous":
         return solve_l2_clarabel(system, tol=1e-8, direct_solve_method="faer")
+    reduced, keep = without_forced_zeros(system)  # exact: the columns every feasible point holds at 0
     for tol, refine in CLARABEL_ATTEMPTS:
-        x, status, objective = solve_l2_clarabel(system, tol=tol, refine=refine)
+        x, status, objective = solve_l2_clarabel(reduced, tol=tol, refine=refine)
         if x is not None:
             break
-    return x, status, objective
+    return expanded(x, keep, system.n), status, objective
 
 
 def _solve_l2_model(model, backend: str, opts: NodeOptions):
@@ -221,14 +223,17 @@ def _round_compiled(problem, hstar, opts, edits):
     bounds = np.concatenate([system.lb, system.ub])
     cert = matrix_certificate(a, np.concatenate([system.b_eq, system.b_ub]), bounds).holds
     certified_only = opts.assembly == "previous"  # before issue 25, only a certified LP was tried
+    solved, keep = (system, np.arange(system.n)) if certified_only else without_forced_zeros(system)
     x = None
     if cert or not certified_only:
-        x, status, _ = solve_l1_highs(system, integer=False, simplex=True, time_limit=opts.time_limit)
+        x, status, _ = solve_l1_highs(solved, integer=False, simplex=True, time_limit=opts.time_limit)
+        x = expanded(x, keep, system.n)
     if x is not None:
         y = x[: system.n_hist]
         if integral_vertex(y):
             return low + np.round(y).reshape(low.shape).astype(np.int64), "lp-integral", OK.name, cert
-    x, status, _ = solve_l1_highs(system, integer=True, time_limit=opts.time_limit)
+    x, status, _ = solve_l1_highs(solved, integer=True, time_limit=opts.time_limit)
+    x = expanded(x, keep, system.n)
     if x is None:
         return None, "mip", status, cert
     return low + np.round(x[: system.n_hist]).reshape(low.shape).astype(np.int64), "mip", OK.name, cert
