@@ -10,8 +10,9 @@ solve and setting after setting on the same matrices:
   histogram compared with an untimed reference solve at :data:`REFERENCE_TOLERANCE` (its largest
   cell difference: median and maximum over the solves);
 * the rounding (:func:`~dpmodels.topdown.compiled.l1_system`) of the first setting's histogram: the LP by
-  simplex with presolve off, and the MIP where the LP's vertex is not integral, as the driver does;
-  the same LP with HiGHS's presolve on beside it (not in the floor).
+  simplex with presolve off, and the MIP where the LP's vertex is not integral, as the driver does
+  (without the forced zeros, :mod:`~dpmodels.topdown.forced_zeros`); the same LP on every column, and
+  with HiGHS's presolve on, beside it (not in the floor).
 
 It also reports the **solver floor**: the time of the solver calls alone (the fastest L2 setting plus
 the rounding), per million persons, i.e. what a run would take if everything around the solvers cost
@@ -25,13 +26,17 @@ import time
 import numpy as np
 
 from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel
+from .forced_zeros import expanded, without_forced_zeros
 from .node_data import split_floor
 from .solve import integral_vertex
 
 __all__ = ["L2_SETTINGS", "run_problems", "solver_settings", "settings_lines"]
 
 #: Clarabel settings timed on every L2 solve: (name, keyword arguments of ``solve_l2_clarabel``).
+#: The first is the driver's: QDLDL without refinement on the system without its forced zeros
+#: (:mod:`~dpmodels.topdown.forced_zeros`, the presolve's time included); the others keep every column.
 L2_SETTINGS = (
+    ("qdldl, no refinement, zeros out", {"direct_solve_method": "qdldl", "refine": False, "drop": True}),
     ("qdldl, no refinement", {"direct_solve_method": "qdldl", "refine": False}),
     ("qdldl, refinement", {"direct_solve_method": "qdldl", "refine": True}),
     ("faer, refinement", {"direct_solve_method": "faer", "refine": True}),
@@ -75,6 +80,15 @@ def _timed(fn, *args, **kwargs):
     return out, time.perf_counter() - tick
 
 
+def _solve(solver, system, drop: bool = False, **kwargs):
+    """``solver`` on ``system``, or on it without its forced zeros (mapped back) with ``drop``."""
+    if not drop:
+        return solver(system, **kwargs)
+    reduced, keep = without_forced_zeros(system)
+    x, status, objective = solver(reduced, **kwargs)
+    return expanded(x, keep, system.n), status, objective
+
+
 def _l2_rows(problems) -> tuple[list[dict], list]:
     """Every L2 setting on every problem, interleaved solve by solve, each histogram compared with a
     reference solve at :data:`REFERENCE_TOLERANCE` (untimed); the first setting's histograms."""
@@ -86,7 +100,7 @@ def _l2_rows(problems) -> tuple[list[dict], list]:
         reference = None if x_ref is None else x_ref[: system.n_hist]
         hists = []
         for name, kwargs in L2_SETTINGS:
-            (x, _, _), seconds = _timed(solve_l2_clarabel, system, tol=L2_TOLERANCE, **kwargs)
+            (x, _, _), seconds = _timed(_solve, solve_l2_clarabel, system, tol=L2_TOLERANCE, **kwargs)
             stats[name]["seconds"] += seconds
             hists.append(None if x is None else x[: system.n_hist].reshape(problem.m, problem.n))
             if x is None:
@@ -116,7 +130,7 @@ def _l1_rows(problems, histograms) -> list[dict]:
     """The rounding as the driver runs it (:func:`dpmodels.topdown.solve.round_l2`): nothing to solve
     where the floors already meet the parent, else the LP first and the MIP where its vertex is not
     integral."""
-    lp_s, presolved_s, mip_s, integral, mips, solved = 0.0, 0.0, 0.0, 0, 0, 0
+    lp_s, full_s, presolved_s, mip_s, integral, mips, solved = 0.0, 0.0, 0.0, 0.0, 0, 0, 0
     for (_, problem), hstar in zip(problems, histograms, strict=True):
         if hstar is None:
             continue  # no L2 to round (counted as failed in the L2 rows)
@@ -126,19 +140,23 @@ def _l1_rows(problems, histograms) -> list[dict]:
         system, _ = l1_system(problem, hstar)
         _, seconds = _timed(solve_l1_highs, system, integer=False, presolve=True)
         presolved_s += seconds
-        (x, _, _), seconds = _timed(solve_l1_highs, system, integer=False)
+        _, seconds = _timed(solve_l1_highs, system, integer=False)
+        full_s += seconds
+        (x, _, _), seconds = _timed(_solve, solve_l1_highs, system, drop=True, integer=False)
         lp_s, solved = lp_s + seconds, solved + 1
         if x is not None and integral_vertex(x[: system.n_hist]):
             integral += 1
             continue
-        _, seconds = _timed(solve_l1_highs, system, integer=True)
+        _, seconds = _timed(_solve, solve_l1_highs, system, drop=True, integer=True)
         mip_s, mips = mip_s + seconds, mips + 1
     return [
-        {"stage": "L1", "setting": "LP (simplex, presolve off)", "solves": solved, "seconds": lp_s,
+        {"stage": "L1", "setting": "LP (presolve off, zeros out)", "solves": solved, "seconds": lp_s,
          "ms per solve": 1e3 * lp_s / max(solved, 1), "LP integral": integral},
-        {"stage": "L1", "setting": "LP (simplex, presolve on)", "solves": solved, "seconds": presolved_s,
-         "ms per solve": 1e3 * presolved_s / max(solved, 1)},
-        {"stage": "L1", "setting": "MIP (gap 0)", "solves": mips, "seconds": mip_s,
+        {"stage": "L1", "setting": "LP (presolve off)", "solves": solved, "seconds": full_s,
+         "ms per solve": 1e3 * full_s / max(solved, 1), "compared": True},
+        {"stage": "L1", "setting": "LP (presolve on)", "solves": solved, "seconds": presolved_s,
+         "ms per solve": 1e3 * presolved_s / max(solved, 1), "compared": True},
+        {"stage": "L1", "setting": "MIP (gap 0, zeros out)", "solves": mips, "seconds": mip_s,
          "ms per solve": 1e3 * mip_s / max(mips, 1)},
     ]  # fmt: skip
 
@@ -174,7 +192,7 @@ def solver_settings(preset: str = "state", races: int = 63, epsilon: float = 4.0
     problems = run_problems(data, meas, result)
     l2, histograms = _l2_rows(problems)
     l1 = _l1_rows(problems, histograms)
-    floor = min(r["seconds"] for r in l2) + sum(r["seconds"] for r in l1 if "presolve on" not in r["setting"])
+    floor = min(r["seconds"] for r in l2) + sum(r["seconds"] for r in l1 if not r.get("compared"))
     return {
         "preset": preset,
         "persons": int(data.population),
@@ -202,7 +220,7 @@ def settings_lines(doc: dict) -> list[str]:
         elif "LP integral" in row:
             extra = f", vertex integral for {row['LP integral']}"
         lines.append(
-            f"    {row['stage']} {row['setting']:<28} {row['solves']:>5} solves {row['seconds']:7.2f} s "
+            f"    {row['stage']} {row['setting']:<32} {row['solves']:>5} solves {row['seconds']:7.2f} s "
             f"({row['ms per solve']:.1f} ms a solve{extra})"
         )
     lines.append(

@@ -44,7 +44,7 @@ def test_settings_reach_the_reference_optimum():
     for row in l2:
         assert row["failed"] == 0 and row["solves"] == doc["solves"]
         assert row["max |H - H ref|"] < 1e-2  # every setting solves to 1e-10: the same optimum
-    lp, presolved, mip = (r for r in doc["rows"] if r["stage"] == "L1")
-    assert lp["LP integral"] + mip["solves"] == lp["solves"] == presolved["solves"] <= doc["solves"]
+    lp, full, presolved, mip = (r for r in doc["rows"] if r["stage"] == "L1")
+    assert lp["LP integral"] + mip["solves"] == lp["solves"] == full["solves"] == presolved["solves"] <= doc["solves"]
     assert doc["solver floor s"] == pytest.approx(min(r["seconds"] for r in l2) + lp["seconds"] + mip["seconds"])
     assert "solver floor" in settings_lines(doc)[-1]
