@@ -21,10 +21,19 @@ import scipy.sparse as sp
 
 from .child_rows import linear_rows
 from .node_data import NodeProblem, split_floor
+from .node_solvers import diagonal, solve_l1_highs, solve_l2_clarabel, stack_rows
 from .query_rounder import cell_costs, penalty_rows
 from .query_sums import query_terms
 
-__all__ = ["LinearSystem", "l2_system", "l1_system", "solve_l2_clarabel", "solve_l1_highs", "stack_rows"]
+__all__ = [
+    "LinearSystem",
+    "l2_system",
+    "l1_system",
+    "solve_l2_clarabel",
+    "solve_l1_highs",
+    "stack_rows",
+    "diagonal",
+]
 
 
 @dataclass
@@ -220,9 +229,7 @@ def l2_system(
     a_eq, b_eq = eq.matrix(total)
     a_ub, b_ub = ub.matrix(total)
     lb = np.concatenate([np.zeros(m * n), flow_lower, np.full(total - first, -np.inf)])
-    return LinearSystem(
-        sp.diags(diag, format="csc"), c, const, a_eq, b_eq, a_ub, b_ub, lb, np.full(total, np.inf), m * n
-    )
+    return LinearSystem(diagonal(diag), c, const, a_eq, b_eq, a_ub, b_ub, lb, np.full(total, np.inf), m * n)
 
 
 def _residual_terms(problem: NodeProblem, weights: str, first: int, eq: _Rows):
@@ -284,122 +291,3 @@ def l1_system(problem: NodeProblem, hstar: np.ndarray, objective: str = "l1", ed
         n_pen,
     )
     return system, low
-
-
-def stack_rows(blocks, n: int) -> sp.csr_matrix:
-    """The CSR blocks (each ``n`` columns) one under the other, duplicates summed: ``sp.vstack`` without
-    its format conversions (a quarter of its time on the node solves' systems; the same matrix)."""
-    blocks = [b.tocsr() for b in blocks]
-    nnz = np.cumsum([0] + [b.nnz for b in blocks])
-    indptr = np.concatenate([[0]] + [b.indptr[1:] + start for b, start in zip(blocks, nnz[:-1], strict=True)])
-    data = np.concatenate([b.data for b in blocks]) if blocks else np.zeros(0)
-    indices = np.concatenate([b.indices for b in blocks]) if blocks else np.zeros(0, dtype=np.int32)
-    out = sp.csr_matrix((data, indices, indptr), shape=(int(sum(b.shape[0] for b in blocks)), n))
-    out.sum_duplicates()
-    return out
-
-
-# ---------------------------------------------------------------------- solvers
-def solve_l2_clarabel(
-    system: LinearSystem, tol: float = 1e-8, direct_solve_method: str = "qdldl", refine: bool = True
-) -> tuple[np.ndarray | None, str, float | None]:
-    """Clarabel on the QP; returns (x, status, objective).
-
-    Parameters
-    ----------
-    system : LinearSystem
-        The QP.
-    tol : float
-        Clarabel's gap and feasibility tolerances (absolute and relative).
-    direct_solve_method : {"qdldl", "faer"}
-        Clarabel's KKT factorisation: ``"qdldl"`` (measured faster here), or ``"faer"``, Clarabel
-        0.11's default, which the pre-issue-25 code used (``assembly="previous"``).
-    refine : bool
-        Clarabel's iterative refinement of each KKT solve.  Off, a solve is cheaper and the
-        interior-point method still stops only at ``tol``; ``dpmodels bench topdown-solves``
-        measures both on captured node solves.
-    """
-    import clarabel
-
-    finite = np.isfinite(system.lb)
-    bound_rows = sp.csr_matrix(
-        (-np.ones(finite.sum()), np.flatnonzero(finite), np.arange(finite.sum() + 1)),
-        shape=(int(finite.sum()), system.n),
-    )
-    a = stack_rows([system.a_eq, system.a_ub, bound_rows], system.n).tocsc()
-    b = np.concatenate([system.b_eq, system.b_ub, -system.lb[finite]])
-    n_eq, n_ineq = system.a_eq.shape[0], system.a_ub.shape[0] + int(finite.sum())
-    cones = ([clarabel.ZeroConeT(n_eq)] if n_eq else []) + ([clarabel.NonnegativeConeT(n_ineq)] if n_ineq else [])
-    settings = clarabel.DefaultSettings()
-    settings.verbose = False
-    # QDLDL, not Clarabel 0.11's default faer: faer's threads do not pay on these KKT systems
-    # (``dpmodels bench topdown-solves`` measures both)
-    settings.direct_solve_method = direct_solve_method
-    settings.iterative_refinement_enable = refine
-    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = tol
-    sol = clarabel.DefaultSolver(system.P, system.c, a, b, cones, settings).solve()
-    status = str(sol.status)
-    if status != "Solved":
-        return None, status, None
-    x = np.asarray(sol.x)
-    return x, status, float(sol.obj_val + system.c0)
-
-
-def solve_l1_highs(
-    system: LinearSystem,
-    integer: bool,
-    simplex: bool = True,
-    time_limit: float | None = None,
-    presolve: bool = False,
-) -> tuple[np.ndarray | None, str, float | None]:
-    """HiGHS on the LP (vertex solution by simplex) or the MIP; returns (x, status, objective).
-
-    Parameters
-    ----------
-    system : LinearSystem
-        The rounding (:func:`l1_system`).
-    integer : bool
-        The MIP (to a zero relative gap) instead of the LP.
-    simplex : bool
-        The LP by simplex, for a vertex solution (an integral vertex is the MIP's optimum).
-    time_limit : float, optional
-        HiGHS's time limit in seconds.
-    presolve : bool
-        HiGHS's presolve on the simplex LP: off by default, faster on these small LPs
-        (``dpmodels bench topdown --solver-settings`` times both).
-    """
-    import highspy
-
-    from dpmodels.core.highs import new_highs
-
-    h = new_highs()  # output off, and HiGHS's banner kept off our stdout
-    if simplex and not integer:
-        h.setOptionValue("solver", "simplex")
-        h.setOptionValue("presolve", "on" if presolve else "off")
-    if integer:
-        h.setOptionValue("mip_rel_gap", 0.0)  # optimal means optimal, not within HiGHS's default 1e-4
-    if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
-    lp = highspy.HighsLp()
-    n = system.n
-    a = stack_rows([system.a_eq, system.a_ub], system.n).tocsc()
-    lp.num_col_, lp.num_row_ = n, a.shape[0]
-    lp.col_cost_ = system.c
-    lp.col_lower_ = system.lb
-    lp.col_upper_ = np.where(np.isfinite(system.ub), system.ub, highspy.kHighsInf)
-    lp.row_lower_ = np.concatenate([system.b_eq, np.full(system.a_ub.shape[0], -highspy.kHighsInf)])
-    lp.row_upper_ = np.concatenate([system.b_eq, system.b_ub])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = a.indptr
-    lp.a_matrix_.index_ = a.indices
-    lp.a_matrix_.value_ = a.data
-    if integer:
-        continuous = system.n_continuous
-        kinds = [highspy.HighsVarType.kInteger] * (n - continuous) + [highspy.HighsVarType.kContinuous] * continuous
-        lp.integrality_ = kinds
-    h.passModel(lp)
-    h.run()
-    status = h.modelStatusToString(h.getModelStatus())
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return None, status, None
-    return np.asarray(h.getSolution().col_value), status, float(h.getInfo().objective_function_value)

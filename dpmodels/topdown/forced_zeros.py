@@ -25,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .node_solvers import diagonal
+
 __all__ = ["forced_zero_columns", "without_forced_zeros", "expanded"]
 
 
@@ -114,7 +116,7 @@ def _kept_square(p, keep: np.ndarray) -> sp.csc_matrix:
     """The rows and columns ``keep`` of the QP's ``P`` (diagonal in the node solves: read off directly)."""
     p = p.tocsc()
     if np.array_equal(p.indices, np.repeat(np.arange(p.shape[1]), np.diff(p.indptr))):
-        return sp.diags(p.diagonal()[keep], format="csc")
+        return diagonal(p.diagonal()[keep])
     return p[keep][:, keep].tocsc()
 
 

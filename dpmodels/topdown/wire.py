@@ -90,7 +90,11 @@ def _share_matrices(children: list[ChildSpec]) -> list[ChildSpec]:
     seen: dict[tuple, list[sp.csr_matrix]] = {}
     out = []
     for child in children:
-        queries = [replace(q, matrix=_first_equal(q.matrix, seen.setdefault(_key(q), []))) for q in child.queries]
+        shared = [_first_equal(q.matrix, seen.setdefault(_key(q), [])) for q in child.queries]
+        if all(m is q.matrix for m, q in zip(shared, child.queries, strict=True)):
+            out.append(child)  # already shared (the driver's specs slice once per parent): nothing to copy
+            continue
+        queries = [q if m is q.matrix else replace(q, matrix=m) for m, q in zip(shared, child.queries, strict=True)]
         out.append(replace(child, queries=queries))
     return out
 

@@ -157,3 +157,20 @@ def test_stack_rows_is_scipys_vstack(shapes, n, seed):
     assert ours.shape == (sum(b.shape[0] for b in blocks), n)
     np.testing.assert_allclose(ours.toarray(), sp.vstack(blocks).toarray(), atol=1e-12)
     assert ours.has_canonical_format
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.sampled_from([0.0, 0.0, 1.0, 2.5, -3.0]), max_size=12))
+def test_diagonal_is_scipys_diags_stored_alike(values):
+    """The QP's ``P`` written straight from its arrays: the matrix ``sp.diags(..., format="csc")``
+    gives, its zeros not stored (Clarabel reads the stored pattern)."""
+    from dpmodels.topdown.node_solvers import diagonal
+
+    ours = diagonal(np.array(values))
+    if values:
+        theirs = sp.diags(np.array(values), format="csc")
+    else:
+        theirs = sp.csc_matrix((0, 0))
+    assert ours.shape == theirs.shape
+    for part in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(ours, part), getattr(theirs, part))
