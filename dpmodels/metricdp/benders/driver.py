@@ -28,43 +28,12 @@ from ..mechanism import exponential_mechanism
 from .master import LazyRows, Master, build_master, master_bound, master_init_cuts, solve_master
 from .recovery import Candidate, Recovery, certified_candidate
 from .resident import ResidentBlocks, resident_blocks
+from .result import BendersResult
 from .subproblems import BlockOutcome, Subproblem, TimeUp, build_subproblems, solve_block
 
 __all__ = ["BendersResult", "benders"]
 
 RECOVERY_MODES = ("segment", "none")
-
-
-@dataclass
-class BendersResult:
-    """Incumbent perturbation matrix, bounds, status and the per-iteration history.
-
-    Attributes
-    ----------
-    z : numpy.ndarray or None
-        The best exactly eps-mDP matrix found (its loss is ``upper_bound``).
-    upper_bound, lower_bound : float
-        The certified bounds on the LP's optimum.
-    status : str
-        Why the loop stopped.
-    """
-
-    z: np.ndarray | None
-    lower_bound: float
-    upper_bound: float
-    status: str
-    iterations: int
-    history: pd.DataFrame
-    first_feasible: dict[int, int]
-    info: dict
-
-    @property
-    def gap(self) -> float:
-        return self.upper_bound - self.lower_bound
-
-    @property
-    def relative_gap(self) -> float:
-        return self.gap / max(abs(self.upper_bound), 1e-12)
 
 
 @dataclass
