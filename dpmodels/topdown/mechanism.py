@@ -27,21 +27,14 @@ import scipy.sparse as sp
 
 from dpmodels.core.accounting import PrivacyLedger, split_budget
 from dpmodels.core.errors import DataValidationError
-from dpmodels.core.noise import (
-    EXACT_RANGE,
-    as_epsilon,
-    double_geometric_variance,
-    exact,
-    laplace,
-    make_rng,
-    noisy_integers,
-)
+from dpmodels.core.noise import as_epsilon, exact, make_rng
 from dpmodels.core.randomness import describe
 
 from .data import Schema, TopDownData
+from .noisy_answers import answer_matrices, noisy_answers, row_chunks
 from .queries import QuerySet, identity, level_sensitivity, marginal, require_measurable
 from .shares import level_row, level_unit_shares, measured_steps, unit_shares
-from .zcdp import GAUSSIAN, gaussian_budget, level_l2_deltas, noisy_gaussian_answers, plan_gaussian
+from .zcdp import GAUSSIAN, gaussian_budget, level_l2_deltas, plan_gaussian
 
 __all__ = [
     "Strategy",
@@ -249,7 +242,7 @@ def plan_measurement(
         raise DataValidationError("noise", f"must be 'geometric', 'laplace' or {GAUSSIAN!r}, got {noise!r}")
     sensitivities = level_l2_deltas if gaussian else _level_deltas
     deltas = [sensitivities(strategy, geo, lv, neighbours, records_may_leave) for lv in range(1, geo.n_levels + 1)]
-    matrices = _answer_matrices(strategy, noise, data.knowledge.root_total)
+    matrices = answer_matrices(strategy, noise, data.knowledge.root_total)
     ledger = PrivacyLedger(randomness=randomness)
     if gaussian:  # level_eps holds the levels' rhos; the steps' scales are sigma^2
         steps = plan_gaussian(ledger, strategy, geo, level_eps, deltas)
@@ -326,68 +319,14 @@ def measure(
     by_node: list[list[NodeMeasurement]] = [[] for _ in range(geo.n_regions)]
     for rows, query, scale in plan.steps:
         matrix = plan.matrices[query.name].T
-        for part in _row_chunks(rows, matrix.shape[1]):  # a level at a time would hold ~12 dense copies
-            noisy, variance = _noisy_answers(noise, hist[part] @ matrix, scale, rng)
+        for part in row_chunks(rows, matrix.shape[1]):  # a level at a time would hold ~12 dense copies
+            noisy, variance = noisy_answers(noise, hist[part] @ matrix, scale, rng)
             for k, r in enumerate(part):
                 by_node[r].append(NodeMeasurement(query.name, noisy[k], variance))
     info = {"neighbours": neighbours, "records_may_leave": records_may_leave}
     if plan.level_rhos:
         info.update(rho=sum(plan.level_rhos, Fraction(0)), level_rhos=plan.level_rhos)
     return Measurements(plan.strategy, by_node, plan.ledger, plan.level_epsilons, noise, info)
-
-
-def _row_chunks(rows: np.ndarray, answers_per_row: int) -> list[np.ndarray]:
-    """``rows`` in consecutive parts of at most :data:`~dpmodels.core.samplers.DRAW_CHUNK` answers (one
-    row at least), drawn in order: independent draws, the law of one pass, one part's arrays at a time."""
-    from dpmodels.core.samplers import DRAW_CHUNK
-
-    per = max(1, DRAW_CHUNK // max(answers_per_row, 1))
-    return [rows[a : a + per] for a in range(0, len(rows), per)]
-
-
-def _answer_matrices(strategy: Strategy, noise: str, population) -> dict[str, sp.csr_matrix]:
-    """The query matrices the answers are computed with: int64 for exact noise, refused if not integer.
-
-    With exact (integer) noise, a non-integer coefficient makes a non-integer answer whose
-    fractional part survives the noise and separates neighbours: refused, naming the query set.
-    Every answer is at most ``max |coefficient| x population`` in magnitude; one that could reach
-    ``2^52`` is refused too (the population is the root's invariant total, which is public).
-    """
-    out = {}
-    for q in strategy.queries:
-        a = sp.csr_matrix(q.matrix)
-        if noise == "laplace":
-            out[q.name] = a.astype(np.float64)
-            continue
-        coefficients = np.asarray(a.data, dtype=np.float64)
-        integral = np.isfinite(coefficients).all() and (coefficients == np.round(coefficients)).all()
-        if not integral:
-            raise DataValidationError(
-                f"query set {q.name!r}",
-                "has non-integer coefficients: exact integer noise needs integer answers (a fractional part "
-                "would survive the noise and tell neighbouring data apart)",
-            )
-        largest = int(np.abs(coefficients).max()) if coefficients.size else 0
-        if largest * max(int(population), 1) >= EXACT_RANGE // 2:
-            raise DataValidationError(
-                f"query set {q.name!r}", "its answers could reach 2^52 (coefficients x population): not exact"
-            )
-        out[q.name] = a.astype(np.int64)
-    return out
-
-
-def _noisy_answers(noise: str, answers: sp.spmatrix, scale: Fraction, rng) -> tuple[np.ndarray, float]:
-    """The noisy answers as float64 and the noise variance.
-
-    Exact noise: ``truth + Z`` in int64 (:func:`noisy_integers`), then converted to float64 (post-
-    processing of exact integers below ``2^53``, so the conversion is exact).  Laplace: in float64.
-    """
-    if noise == GAUSSIAN:
-        return noisy_gaussian_answers(answers, scale, rng)
-    truth = answers.toarray()
-    if noise == "geometric":
-        return noisy_integers(truth, scale, rng).astype(np.float64), double_geometric_variance(scale)
-    return truth + laplace(scale, truth.shape, rng), 2 * float(scale) ** 2
 
 
 def _plan(ledger: PrivacyLedger, strategy: Strategy, geo, level_eps, deltas, noise: str) -> list[tuple]:
