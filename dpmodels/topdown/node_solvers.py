@@ -4,13 +4,8 @@ systems; both are re-exported there."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import scipy.sparse as sp
-
-if TYPE_CHECKING:  # the systems are written by .compiled, which imports this module
-    from .compiled import LinearSystem
 
 __all__ = ["diagonal", "stack_rows", "solve_l2_clarabel", "solve_l1_highs"]
 
@@ -38,7 +33,7 @@ def stack_rows(blocks, n: int) -> sp.csr_matrix:
 
 
 def solve_l2_clarabel(
-    system: LinearSystem, tol: float = 1e-8, direct_solve_method: str = "qdldl", refine: bool = True
+    system, tol: float = 1e-8, direct_solve_method: str = "qdldl", refine: bool = True
 ) -> tuple[np.ndarray | None, str, float | None]:
     """Clarabel on the QP; returns (x, status, objective).
 
@@ -83,7 +78,7 @@ def solve_l2_clarabel(
 
 
 def solve_l1_highs(
-    system: LinearSystem,
+    system,
     integer: bool,
     simplex: bool = True,
     time_limit: float | None = None,
