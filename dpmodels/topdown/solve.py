@@ -29,8 +29,8 @@ from dpmodels.core.facade import solve
 
 from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel, stack_rows
 from .failsafe_models import build_failsafe_l1, build_failsafe_l2
-from .flow import solve_flow_rounding
-from .forced_zeros import expanded, without_forced_zeros  # the plugins' algorithms, on plain data
+from .flow import solve_flow_rounding  # the plugins' algorithms, on plain data
+from .forced_zeros import expanded, without_forced_zeros  # the exact presolve of the matrix path
 from .models import build_l1, build_l2, histogram_values
 from .node_data import NodeProblem, split_floor
 from .node_options import NodeOptions  # re-exported: solve_node's options
