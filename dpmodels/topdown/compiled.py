@@ -85,8 +85,9 @@ class _Rows:
 
 
 def _flow_rows(problem: NodeProblem, base: np.ndarray, types: np.ndarray, first_col: int) -> dict:
-    """Every child's flow rows, for all children at once: ``{child: (type rows, population rows)}``, each
-    a ``(lengths, cols, vals, rhs)`` block (population rows None where no population is fixed).
+    """Every child's flow rows, for all children at once: ``{child: (type rows, population rows, arc
+    lower bounds)}``, the rows each a ``(lengths, cols, vals, rhs)`` block (population rows None where no
+    population is fixed).
 
     A child's type rows are, per GQ type, its cells of that type minus its out-arcs of that type (=
     minus the floors' type mass, exact in integers); its population rows, per combination with a fixed
@@ -117,7 +118,9 @@ def _flow_rows(problem: NodeProblem, base: np.ndarray, types: np.ndarray, first_
     for k, t in enumerate(kids):
         part = order[start : ends[k]]
         type_rows = (lengths[k * n_types : (k + 1) * n_types], cols[part], vals[part], rhs[k])
-        out[t] = (type_rows, _population_rows(problem.children[t].flows, arcs[k][0], arc_start))
+        flows = problem.children[t].flows
+        lower = flows.lower[arcs[k]].astype(np.float64)  # the arcs' lower bounds, in their column order
+        out[t] = (type_rows, _population_rows(flows, arcs[k][0], arc_start), lower)
         start, arc_start = ends[k], arc_start + n_arcs[k]
     return out
 
@@ -153,11 +156,11 @@ def _structure(problem: NodeProblem, base: np.ndarray, edits: bool, eq: _Rows, u
                 eq.add(col[t], 1.0, child.total - base[t].sum())
         if child.flows is None:
             continue
-        type_rows, population_rows = flows[t]
+        type_rows, population_rows, lower = flows[t]
         eq.block(*type_rows)
         if population_rows is not None:
             eq.block(*population_rows)
-        flow_lower.append(child.flows.lower[np.nonzero(child.flows.combos)].astype(np.float64))
+        flow_lower.append(lower)
     for e in problem.edits if edits else ():
         coef = e.coef[problem.cells]
         nz = np.flatnonzero(coef)

@@ -83,7 +83,7 @@ def test_the_measurement_file_carries_the_declared_group(tmp_path, capsys):
     assert facts["child_groups"] == [{"regions": ["02001", "02002"], "total": _persons_under(persons, ["02"])}]
 
 
-def test_compare_keeps_the_leading_zeros_of_a_group_in_set(capsys):
+def test_compare_keeps_the_leading_zeros_of_a_group_in_set():
     from dpmodels.topdown.commands import _load
 
     class Args:

@@ -123,10 +123,10 @@ def test_node_solves_lose_only_forced_columns_and_keep_their_optimum(node_solves
         assert value == pytest.approx(full_value, rel=1e-7, abs=1e-6)
         assert np.allclose(expanded(x, keep, system.n)[: system.n_hist], full[: system.n_hist], atol=1e-3)
         rounding, _ = l1_system(problem, full[: system.n_hist])
-        lp, _, lp_value = solve_l1_highs(rounding, integer=True)
-        small, kept = without_forced_zeros(rounding)
-        y, _, y_value = solve_l1_highs(small, integer=True)
-        assert y_value == pytest.approx(lp_value, abs=1e-7)
+        _, _, mip_value = solve_l1_highs(rounding, integer=True)
+        small, _ = without_forced_zeros(rounding)
+        _, _, small_value = solve_l1_highs(small, integer=True)
+        assert small_value == pytest.approx(mip_value, abs=1e-7)
         for j in np.flatnonzero(forced_zero_columns(rounding))[:5]:  # the LP oracle on a few per solve
             assert abs(_range_of(rounding, j, -1.0)) < 1e-9
     assert dropped > 0  # the tiny census has absent group-quarters types: something to drop
