@@ -89,6 +89,10 @@ def file_record(path) -> dict:
     return {"path": str(Path(path).resolve()), "sha256": digest.hexdigest(), "bytes": size}
 
 
+#: The signals a commit holds back until its moves are done.
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
@@ -108,16 +112,25 @@ def interruptible() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM held back (delivered when the block ends), on the main thread."""
-    held = {signal.SIGINT, signal.SIGTERM}
+    """SIGINT and SIGTERM held back (delivered when the block ends), on the main thread.
+
+    The Python handlers are swapped for ones that only note the signal, and the first signal noted is
+    raised again once the block ends, under the handlers restored.  Blocking the signals with
+    ``pthread_sigmask`` instead holds them for the main thread only: a Ctrl-C sent to the process can
+    land on another thread (a solver's, Dask's), and Python then runs its handler on the main thread
+    inside the block, between two of the moves."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    arrived: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: arrived.append(signum)) for sig in HELD_SIGNALS}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: not set from Python
+        if arrived:
+            signal.raise_signal(arrived[0])
 
 
 class StagedOutputs:

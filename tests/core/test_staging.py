@@ -2,6 +2,8 @@
 
 import os
 import signal
+import threading
+import time
 
 import pytest
 
@@ -78,6 +80,27 @@ def test_an_interrupt_held_during_the_commit_arrives_after_it(tmp_path, python_c
             stage.write_text(flag, flag)
         stage.commit(then=lambda: os.kill(os.getpid(), signal.SIGINT))
     assert all(p.read_text() == flag for flag, p in targets.items())  # complete, not half
+
+
+def test_an_interrupt_that_lands_on_another_thread_is_held_too(tmp_path, python_ctrl_c):
+    """A Ctrl-C sent to the process may land on any thread (a solver's, Dask's); Python still runs its
+    handler on the main thread, so masking the signal there alone let it strike between two moves."""
+    targets = _targets(tmp_path)
+    finished = []
+
+    def then():
+        sender = threading.Thread(target=lambda: os.kill(os.getpid(), signal.SIGINT))
+        sender.start()
+        sender.join()
+        time.sleep(0.05)  # bytecodes and a sleep at which a pending handler would run
+        finished.append(True)
+
+    with pytest.raises(KeyboardInterrupt), StagedOutputs(targets) as stage:
+        for flag in targets:
+            stage.write_text(flag, flag)
+        stage.commit(then=then)
+    assert finished == [True]  # the interrupt came after the protected step, not inside it
+    assert all(p.read_text() == flag for flag, p in targets.items())
 
 
 def test_orphans_of_a_killed_release_are_removed_by_the_next_one(tmp_path):
