@@ -41,7 +41,7 @@ L2_SETTINGS = (
     ("qdldl, refinement", {"direct_solve_method": "qdldl", "refine": True}),
     ("faer, refinement", {"direct_solve_method": "faer", "refine": True}),
 )
-#: The driver's first Clarabel tolerance (:data:`dpmodels.topdown.solve.CLARABEL_ATTEMPTS`).
+#: The driver's first Clarabel tolerance (:data:`dpmodels.topdown.l2_matrix.CLARABEL_ATTEMPTS`).
 L2_TOLERANCE = 1e-10
 #: The tolerance of the untimed reference solve each setting's histogram is compared with.
 REFERENCE_TOLERANCE = 1e-12

@@ -48,6 +48,7 @@ from dpmodels.core.noise import as_epsilon
 from .data import TopDownData
 from .driver import TopDownResult, topdown
 from .mechanism import Measurements, Strategy, default_strategy, measure
+from .node_options import L2_BACKENDS
 from .queries import is_identity
 from .solve import NodeOptions
 
@@ -115,7 +116,7 @@ def resolve_configs(configs: Sequence[str] | Mapping[str, NodeOptions] | None = 
     if not out:
         raise DataValidationError("configs", "need at least one configuration")
     for name, opts in out.items():
-        if opts.l2 not in ("auto", "clarabel", "highs", "topdown_tree_l2"):
+        if opts.l2 not in L2_BACKENDS:
             raise DataValidationError(f"configs[{name!r}].l2", f"unknown backend {opts.l2!r}")
         if opts.l1 not in ("highs", "topdown_flow"):
             raise DataValidationError(f"configs[{name!r}].l1", f"must be 'highs' or 'topdown_flow', got {opts.l1!r}")

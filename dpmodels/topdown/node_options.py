@@ -16,7 +16,10 @@ from dpmodels.core.errors import DataValidationError
 
 from .models import ROUNDING_OBJECTIVES
 
-__all__ = ["NodeOptions"]
+__all__ = ["NodeOptions", "L2_BACKENDS"]
+
+#: The L2 backends a node solve accepts (``l2``).
+L2_BACKENDS = ("auto", "clarabel", "highs", "topdown_tree_l2", "topdown_active_set_l2")
 
 
 @dataclass(frozen=True)
@@ -26,8 +29,10 @@ class NodeOptions:
     Parameters
     ----------
     l2 : str, default "auto"
-        The L2 backend: ``"auto"`` (closed form when the structure allows, else clarabel),
-        ``"clarabel"``, ``"highs"`` or ``"topdown_tree_l2"``.
+        The L2 backend: ``"auto"`` (closed form when the structure allows, else the exact active set
+        with Clarabel where it does not apply or finish, :mod:`.l2_matrix`), ``"clarabel"``,
+        ``"highs"``, ``"topdown_tree_l2"`` or ``"topdown_active_set_l2"`` (:mod:`.active_set`; on the
+        matrix path it too falls back to Clarabel).
     l1 : str, default "highs"
         The rounding backend: ``"highs"`` (LP first) or ``"topdown_flow"``.
     weights : {"inverse_variance", "paper"}, default "inverse_variance"
@@ -64,7 +69,7 @@ class NodeOptions:
         either way; Clarabel's answers differ within its tolerance, and with them some roundings.
     """
 
-    l2: str = "auto"  # "auto" (tree when possible, else clarabel), "clarabel", "highs", "topdown_tree_l2"
+    l2: str = "auto"  # one of L2_BACKENDS
     l1: str = "highs"  # "highs" (LP-first protocol) or "topdown_flow"
     weights: str = "inverse_variance"
     objective: str = "l1"

@@ -27,10 +27,11 @@ from pyomo.contrib.solver.common.results import TerminationCondition
 from dpmodels.core.errors import DataValidationError, ModelStructureError
 from dpmodels.core.facade import solve
 
-from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel, stack_rows
+from .compiled import l1_system, l2_system, solve_l1_highs, stack_rows
 from .failsafe_models import build_failsafe_l1, build_failsafe_l2
 from .flow import solve_flow_rounding  # the plugins' algorithms, on plain data
 from .forced_zeros import expanded, without_forced_zeros  # the exact presolve of the matrix path
+from .l2_matrix import CLARABEL_ATTEMPTS, l2_matrix, matrix_l2_backend
 from .models import build_l1, build_l2, histogram_values
 from .node_data import NodeProblem, split_floor
 from .node_options import NodeOptions  # re-exported: solve_node's options
@@ -51,10 +52,6 @@ def integral_vertex(values: np.ndarray) -> bool:
     """Whether an LP vertex's histogram values are all integers (within :data:`INTEGRAL_TOL`): then the
     vertex is the rounding MIP's optimum too, and the MIP is skipped."""
     return bool(np.abs(values - np.round(values)).max(initial=0) <= INTEGRAL_TOL)
-
-
-#: The matrix path's Clarabel attempts, in order: (tolerance, iterative refinement).
-CLARABEL_ATTEMPTS = ((1e-10, False), (1e-10, True), (1e-8, True))
 
 
 @dataclass
@@ -84,15 +81,15 @@ def _solve_l2(problem: NodeProblem, opts: NodeOptions, edits: bool) -> tuple[np.
     tick = time.perf_counter()
     backend = opts.l2
     if backend == "auto":
-        backend = "topdown_tree_l2" if _tree_ok(problem, edits) else "clarabel"
+        backend = "topdown_tree_l2" if _tree_ok(problem, edits) else matrix_l2_backend(opts)
     objective = None
     try:
         if backend == "topdown_tree_l2":  # the plugin's algorithm on plain data: no Pyomo model needed
             values = solve_tree_l2(problem, opts.weights, edits)
             status, objective = OK.name, tree_objective(problem, values, opts.weights)
-        elif backend == "clarabel" and opts.path == "compiled":
+        elif backend in ("clarabel", "topdown_active_set_l2") and opts.path == "compiled":
             system = _builders(opts)[0](problem, opts.weights, edits)
-            x, status, objective = _clarabel(system, opts)
+            x, status, objective, backend = l2_matrix(system, opts, backend)
             values = None if x is None else x[: system.n_hist].reshape(problem.m, problem.n)
             status = OK.name if x is not None else status
         else:
@@ -116,23 +113,6 @@ def _solve_l2(problem: NodeProblem, opts: NodeOptions, edits: bool) -> tuple[np.
         "objective": objective,
         "seconds": time.perf_counter() - tick,
     }
-
-
-def _clarabel(system, opts: NodeOptions):
-    """Clarabel on the matrix form, trying :data:`CLARABEL_ATTEMPTS` in order until one solves.
-
-    The pre-issue-25 code (``assembly="previous"``) ran faer at tolerance 1e-8.  Now QDLDL at 1e-10,
-    which brings the histogram within about 1e-5 of the optimum (median; 1e-3 at 1e-8), so that
-    equivalent formulations round alike; first without iterative refinement (cheaper, and the
-    interior-point method still stops only at 1e-10), then with it, then at 1e-8."""
-    if opts.assembly == "previous":
-        return solve_l2_clarabel(system, tol=1e-8, direct_solve_method="faer")
-    reduced, keep = without_forced_zeros(system)  # exact: the columns every feasible point holds at 0
-    for tol, refine in CLARABEL_ATTEMPTS:
-        x, status, objective = solve_l2_clarabel(reduced, tol=tol, refine=refine)
-        if x is not None:
-            break
-    return expanded(x, keep, system.n), status, objective
 
 
 def _solve_l2_model(model, backend: str, opts: NodeOptions):

@@ -1,0 +1,183 @@
+"""An exact active-set solver for the node L2 QP: the KKT point itself, not an interior-point approximation.
+
+Every L2 node solve (:func:`dpmodels.topdown.compiled.l2_system`) is ``min 1/2 x'Dx + c'x`` with a
+*diagonal* ``D >= 0`` (the identity queries and the sum variables carry the curvature; the flow arcs
+have none), equality rows, ``<=`` rows (edits, production caps) and lower bounds.  Given which bounds
+and ``<=`` rows hold with equality (the active set), the optimum solves a linear system; with ``D``
+diagonal, the columns with curvature are eliminated in closed form, and what is left is a dense
+system over the multipliers of the rows on and the free columns without curvature: about 160
+unknowns at the block level, against some 1,200 variables and 1,300 cone rows for Clarabel.
+
+The primal-dual active-set method (Hintermüller, Ito and Kunisch, SIAM J. Optim. 13, 2003) guesses
+the active set, solves, and moves every index whose multiplier or slack has the wrong sign; on the
+block-level solves of the state preset it stops after six iterations (median).  At its fixed point the
+KKT conditions hold by construction; :func:`solve_l2_active_set` then measures them (primal and dual
+residuals, multiplier signs) and calls the result optimal only when they are within ``tol``, which
+makes it a certified optimum of the convex QP.  The method may cycle; a repeated active set, a
+singular system or ``max_iter`` iterations end it without a solution, and the caller
+(:func:`dpmodels.topdown.l2_matrix.l2_matrix`) then runs Clarabel.
+
+The systems are regularised (``delta``) and refined against the exact matrix, so that rows left
+without a free column (dependent but consistent) do not stop the factorisation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg.lapack import dgetrf as getrf
+from scipy.linalg.lapack import dgetrs as getrs
+
+from .active_set_kernels import assemble, read_off
+from .node_solvers import stack_rows
+
+__all__ = ["ActiveSetResult", "solve_l2_active_set", "applies"]
+
+#: Relative regularisation of the iteration's system (removed again by iterative refinement).
+DELTA = 1e-10
+#: Refinement steps against the unregularised system.
+REFINE = 2
+#: The dead band of the active-set rule, as a fraction of the certificate's tolerance.
+BAND = 0.1
+
+
+@dataclass(frozen=True)
+class ActiveSetResult:
+    """The outcome of :func:`solve_l2_active_set`.
+
+    Parameters
+    ----------
+    x : numpy.ndarray or None
+        The optimum (None unless ``status == "optimal"``).
+    status : str
+        ``"optimal"`` (the KKT conditions measured within ``tol``), ``"cycle"`` (an active set came
+        back), ``"max_iter"``, ``"singular"`` or ``"kkt residual"`` (a fixed point whose residuals
+        exceed ``tol``).
+    iterations : int
+        Active sets tried.
+    objective : float or None
+        ``1/2 x'Px + c'x + c0`` at ``x``.
+    residual : float
+        The largest scaled KKT residual measured (``inf`` when no fixed point was reached).
+    """
+
+    x: np.ndarray | None
+    status: str
+    iterations: int
+    objective: float | None
+    residual: float
+
+
+def applies(system) -> bool:
+    """Whether ``system`` has the shape this solver handles: a diagonal ``P`` and no finite upper
+    bounds (every L2 node solve does).
+
+    Parameters
+    ----------
+    system : LinearSystem
+        A matrix-form node solve (:mod:`dpmodels.topdown.compiled`).
+    """
+    p = system.P
+    if p is None or np.isfinite(system.ub).any():
+        return False
+    coo = p.tocoo()
+    return bool(np.all(coo.row == coo.col)) and bool(np.all(p.diagonal() >= 0))
+
+
+def solve_l2_active_set(system, max_iter: int = 30, tol: float = 1e-9) -> ActiveSetResult:
+    """The L2 QP ``system`` by the primal-dual active-set method, certified by its KKT residuals.
+
+    Parameters
+    ----------
+    system : LinearSystem
+        The QP; :func:`applies` must hold.
+    max_iter : int, default 30
+        Active sets tried before giving up (status ``"max_iter"``).
+    tol : float, default 1e-9
+        Bound on every KKT residual, relative to ``1 + max|b|`` (primal) and ``1 + max|c|`` (dual).
+
+    Raises
+    ------
+    ValueError
+        ``system`` is not of the handled shape (:func:`applies`).
+    """
+    if not applies(system):
+        raise ValueError("the active-set L2 needs a diagonal P >= 0 and no finite upper bounds")
+    n, n_eq = system.n, system.a_eq.shape[0]
+    a = stack_rows([system.a_eq, system.a_ub], n).tocsc()
+    a.sort_indices()
+    b = np.concatenate([system.b_eq, system.b_ub])
+    d, c = system.P.diagonal().astype(np.float64), np.asarray(system.c, dtype=np.float64)
+    bounded = np.isfinite(system.lb)
+    lbz = np.where(bounded, system.lb, 0.0)
+    eps_dual = BAND * tol * (1.0 + float(np.abs(c).max(initial=0.0)))
+    eps_primal = BAND * tol * (1.0 + float(np.abs(b).max(initial=0.0)))
+    active = bounded & ((d == 0) | (-c < lbz * np.where(d > 0, d, 1.0)))  # the unconstrained minimiser below its bound
+    on = np.arange(len(b)) < n_eq  # the <= rows start off
+    seen: set[bytes] = set()
+    arrays = (a.indptr, a.indices, a.data, d, c, lbz)
+    for it in range(1, max_iter + 1):
+        n_on = int(on.sum())
+        row_pos = np.where(on, np.cumsum(on) - 1, -1)
+        zero_free = ~active & (d == 0)
+        col_pos = np.where(zero_free, n_on + np.cumsum(zero_free) - 1, -1)
+        size = n_on + int(zero_free.sum())
+        k, r, shift = assemble(*arrays, active, row_pos, col_pos, b, size, n_on, DELTA)
+        sol = _solve(k, r, shift * np.where(np.arange(size) < n_on, -1.0, 1.0))
+        if sol is None:
+            return ActiveSetResult(None, "singular", it, None, np.inf)
+        z, lam, nu, new_active, new_on, az = read_off(
+            *arrays, bounded, active, row_pos, col_pos, sol, b, n_eq, eps_dual, eps_primal
+        )
+        if np.array_equal(new_active, active) and np.array_equal(new_on, on):
+            return _certified(system, z, lam, nu, active, az, b, n_eq, tol, it)
+        key = new_active.tobytes() + new_on.tobytes()
+        if key in seen:
+            return ActiveSetResult(None, "cycle", it, None, np.inf)
+        seen.add(key)
+        active, on = new_active, new_on
+    return ActiveSetResult(None, "max_iter", max_iter, None, np.inf)
+
+
+def _solve(k: np.ndarray, r: np.ndarray, shifts: np.ndarray) -> np.ndarray | None:
+    """``K0 u = r`` from the regularised ``k = K0 + diag(shifts)`` (LAPACK's LU, overwriting ``k``)
+    and :data:`REFINE` steps of iterative refinement against ``K0``; None when the factorisation
+    fails or the result is not finite."""
+    if not len(r):
+        return r
+    exact = k.copy()
+    exact.flat[:: len(r) + 1] -= shifts
+    lu, piv, info = getrf(k, overwrite_a=True)
+    if info != 0:
+        return None
+    sol, _ = getrs(lu, piv, r)
+    for _ in range(REFINE):
+        step, _ = getrs(lu, piv, r - exact @ sol)
+        sol += step
+    return sol if np.all(np.isfinite(sol)) else None
+
+
+def _certified(system, z, lam, nu, active, az, b, n_eq, tol, iterations) -> ActiveSetResult:
+    """The fixed point ``z``, called optimal when its KKT residuals are within ``tol``: primal
+    (equality rows, ``<=`` rows, bounds), stationarity on the free columns, and the signs of the bound
+    multipliers on the active columns and of the ``<=`` rows' multipliers."""
+    primal_scale = 1.0 + float(np.abs(b).max(initial=0.0))
+    dual_scale = 1.0 + float(np.abs(system.c).max(initial=0.0))
+    bounded = np.isfinite(system.lb)
+    primal = max(
+        float(np.abs(az[:n_eq] - b[:n_eq]).max(initial=0.0)),
+        float((az[n_eq:] - b[n_eq:]).max(initial=0.0)),
+        float((system.lb[bounded] - z[bounded]).max(initial=0.0)),
+    )
+    dual = max(
+        float(np.abs(nu[~active]).max(initial=0.0)),
+        float((-nu[active]).max(initial=0.0)),
+        float((-lam[n_eq:]).max(initial=0.0)),
+    )
+    complementarity = float(np.abs(lam[n_eq:] * (b[n_eq:] - az[n_eq:])).max(initial=0.0))
+    residual = max(primal / primal_scale, dual / dual_scale, complementarity / (primal_scale * dual_scale))
+    if residual > tol:
+        return ActiveSetResult(None, "kkt residual", iterations, None, residual)
+    objective = float(0.5 * z @ (system.P @ z) + system.c @ z + system.c0)
+    return ActiveSetResult(z, "optimal", iterations, objective, residual)
