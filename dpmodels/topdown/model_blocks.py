@@ -288,6 +288,9 @@ def l2_objective_terms(m, problem: NodeProblem, hist, weights: str):
             for r, col, val in zip(coo.row, coo.col, coo.data, strict=True):
                 rows.setdefault(int(r), []).append(float(val) * hist(t, cells[col]))
             resid_rows += [((t, qi, r), pyo.quicksum(rows[r]) - float(q.values[r]), w) for r in sorted(rows)]
+            # a row with no active cell answers 0 exactly: its squared error is a constant, kept so that
+            # the objective is the weighted squared error of every measured row (as in the matrix form)
+            terms += [w * float(q.values[r]) ** 2 for r in range(q.matrix.shape[0]) if r not in rows]
     expr_of = {k: e for k, e, _ in resid_rows}
     m.resid = pyo.Var(list(expr_of), doc="residual of a measured query row")
     m.resid_def = pyo.Constraint(list(expr_of), rule=lambda m, *k: m.resid[k] == expr_of[k])

@@ -123,7 +123,7 @@ def build_l2(
         "topdown.l2",
         L2Payload(problem, weights, edits),
         {"relax": True, "weights": weights, "edits": edits},
-        {"H": cell_keys(problem), **flow_layout},
+        {"H": cell_keys(problem), **flow_layout, "resid": list(m.resid.index_set())},
         fingerprint,
     )
     return m
