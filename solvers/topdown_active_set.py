@@ -24,6 +24,7 @@ __all__ = ["ActiveSetL2Solver"]
 #: How a run that found no certified fixed point ends, in Pyomo's terms.
 _UNSOLVED = {
     "max_iter": TerminationCondition.iterationLimit,
+    "time_limit": TerminationCondition.maxTimeLimit,
     "cycle": TerminationCondition.error,
     "singular": TerminationCondition.error,
     "kkt residual": TerminationCondition.error,
@@ -35,6 +36,7 @@ class ActiveSetL2Solver(StructureSolver):
 
     formulations = frozenset({"topdown.l2"})
     integer_only = False
+    honours_time_limit = True  # checked before each active set
     guarantee = "optimum of the L2 QP, certified by its KKT residuals (within tol)"
     algorithm = "primal-dual active set, curvature eliminated in closed form (dense LU per iteration)"
     options = (
@@ -47,7 +49,8 @@ class ActiveSetL2Solver(StructureSolver):
         """The certified result, with the presolve's kept columns and the full system's layout."""
         system = l2_system(payload.problem, payload.weights, payload.edits)
         reduced, keep = without_forced_zeros(system)
-        return solve_l2_active_set(reduced, **cls.keywords(options)), keep, system
+        outcome = solve_l2_active_set(reduced, **cls.keywords(options), time_limit=controls.time_limit)
+        return outcome, keep, system
 
     def to_solution(self, marker, result, options):
         outcome, keep, system = result

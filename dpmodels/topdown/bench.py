@@ -169,13 +169,9 @@ def _persons_rate(seconds: float, persons: int) -> float:
 
 
 def state_end_to_end(
-    preset: str = "state",
-    races: int = 63,
-    epsilon: float = 4.0,
-    executors=(None, 2),
-    seed: int = 0,
+    preset: str = "state", races: int = 63, epsilon: float = 4.0, executors=(None, 2), seed: int = 0,
     compare_previous: bool = True,
-) -> dict:
+) -> dict:  # fmt: skip
     """A whole synthetic state: serial and pooled runs, time per level, and the extrapolation.
 
     With ``compare_previous`` the first run is the previous code (child-by-child assembly, residual
@@ -187,6 +183,7 @@ def state_end_to_end(
     """
     import dpmodels.instances as instances
 
+    from .active_set import warm_up
     from .driver import topdown
     from .mechanism import measure
     from .solve import NodeOptions
@@ -204,6 +201,7 @@ def state_end_to_end(
     }
     out["name"] = data.name
     log.info("%s", _state_lines(out)[0])
+    warm_up()  # numba's kernels compiled (or loaded) before anything is timed
     plan = [("previous", None)] if compare_previous else []
     plan += [("batched", executor) for executor in executors]
     reference, plan_results = None, []

@@ -56,9 +56,11 @@ def largest_state_counties(
 
     import dpmodels.instances as instances
 
+    from .active_set import warm_up
     from .driver import topdown
     from .mechanism import measure
 
+    warm_up()  # numba's kernels compiled (or loaded) before anything is timed
     fanout = (1, counties, *fanout[2:])
     tick = time.perf_counter()
     data = instances.generate("topdown/synthetic", fanout=fanout, scale=LARGEST_STATE_SCALE, races=races, seed=seed)

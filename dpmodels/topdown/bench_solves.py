@@ -6,13 +6,15 @@ parent's :class:`~dpmodels.topdown.node_data.NodeProblem` from the release
 solve and setting after setting on the same matrices:
 
 * the L2 QP (:func:`~dpmodels.topdown.compiled.l2_system`) under each of :data:`L2_SETTINGS`
-  (Clarabel's KKT factorisation and iterative refinement, at the driver's tolerance), each
+  (the driver's exact active set, :mod:`~dpmodels.topdown.l2_matrix`, then Clarabel's KKT
+  factorisation and iterative refinement at the driver's tolerance), each
   histogram compared with an untimed reference solve at :data:`REFERENCE_TOLERANCE` (its largest
   cell difference: median and maximum over the solves);
 * the rounding (:func:`~dpmodels.topdown.compiled.l1_system`) of the first setting's histogram: the LP by
   simplex with presolve off, and the MIP where the LP's vertex is not integral, as the driver does
-  (without the forced zeros, :mod:`~dpmodels.topdown.forced_zeros`); the same LP on every column, and
-  with HiGHS's presolve on, beside it (not in the floor).
+  (without the forced zeros, :mod:`~dpmodels.topdown.forced_zeros`, the MIP with
+  :data:`~dpmodels.topdown.node_solvers.LEAN_MIP`); the same LP on every column, with HiGHS's presolve
+  on, and the MIP with HiGHS's default heuristics, beside it (not in the floor).
 
 It also reports the **solver floor**: the time of the solver calls alone (the fastest L2 setting plus
 the rounding), per million persons, i.e. what a run would take if everything around the solvers cost
@@ -25,17 +27,23 @@ import time
 
 import numpy as np
 
+from .active_set import warm_up
 from .compiled import l1_system, l2_system, solve_l1_highs, solve_l2_clarabel
 from .forced_zeros import expanded, forced_zero_columns, without_forced_zeros
+from .l2_matrix import l2_matrix
 from .node_data import split_floor
+from .node_options import NodeOptions
 from .solve import integral_vertex
 
 __all__ = ["L2_SETTINGS", "run_problems", "solver_settings", "settings_lines"]
 
-#: Clarabel settings timed on every L2 solve: (name, keyword arguments of ``solve_l2_clarabel``).
-#: The first is the driver's: QDLDL without refinement on the system without its forced zeros
-#: (:mod:`~dpmodels.topdown.forced_zeros`, the presolve's time included); the others keep every column.
+#: L2 settings timed on every L2 solve: (name, keyword arguments of ``solve_l2_clarabel``).  The first
+#: is the driver's (:func:`~dpmodels.topdown.l2_matrix.l2_matrix`: the active set, Clarabel where it
+#: does not apply or finish); the second the driver's Clarabel call before it: QDLDL without refinement
+#: on the system without its forced zeros (:mod:`~dpmodels.topdown.forced_zeros`, the presolve's time
+#: included in both); the others keep every column.
 L2_SETTINGS = (
+    ("active set, zeros out (driver)", {"active_set": True, "drop": True}),
     ("qdldl, no refinement, zeros out", {"direct_solve_method": "qdldl", "refine": False, "drop": True}),
     ("qdldl, no refinement", {"direct_solve_method": "qdldl", "refine": False}),
     ("qdldl, refinement", {"direct_solve_method": "qdldl", "refine": True}),
@@ -102,7 +110,10 @@ def _l2_rows(problems) -> tuple[list[dict], list]:
         reference = None if x_ref is None else x_ref[: system.n_hist]
         hists = []
         for name, kwargs in L2_SETTINGS:
-            (x, _, _), seconds = _timed(_solve, solve_l2_clarabel, system, tol=L2_TOLERANCE, **kwargs)
+            if kwargs.get("active_set"):
+                (x, _, _, _), seconds = _timed(l2_matrix, system, NodeOptions(), "topdown_active_set_l2")
+            else:
+                (x, _, _), seconds = _timed(_solve, solve_l2_clarabel, system, tol=L2_TOLERANCE, **kwargs)
             stats[name]["seconds"] += seconds
             hists.append(None if x is None else x[: system.n_hist].reshape(problem.m, problem.n))
             if x is None:
@@ -134,7 +145,7 @@ def _l1_rows(problems, histograms) -> list[dict]:
     """The rounding as the driver runs it (:func:`dpmodels.topdown.solve.round_l2`): nothing to solve
     where the floors already meet the parent, else the LP first and the MIP where its vertex is not
     integral."""
-    lp_s, full_s, presolved_s, mip_s, integral, mips, solved = 0.0, 0.0, 0.0, 0.0, 0, 0, 0
+    lp_s, full_s, presolved_s, mip_s, default_s, integral, mips, solved, differ = 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0
     for (_, problem), hstar in zip(problems, histograms, strict=True):
         if hstar is None:
             continue  # no L2 to round (counted as failed in the L2 rows)
@@ -151,8 +162,11 @@ def _l1_rows(problems, histograms) -> list[dict]:
         if x is not None and integral_vertex(x[: system.n_hist]):
             integral += 1
             continue
-        _, seconds = _timed(_solve, solve_l1_highs, system, drop=True, integer=True)
+        (_, _, lean_obj), seconds = _timed(_solve, solve_l1_highs, system, drop=True, integer=True)
         mip_s, mips = mip_s + seconds, mips + 1
+        (_, _, default_obj), seconds = _timed(_solve, solve_l1_highs, system, drop=True, integer=True, lean=False)
+        default_s += seconds
+        differ += lean_obj is None or default_obj is None or abs(lean_obj - default_obj) > 1e-6
     return [
         {"stage": "L1", "setting": "LP (presolve off, zeros out)", "solves": solved, "seconds": lp_s,
          "ms per solve": 1e3 * lp_s / max(solved, 1), "LP integral": integral},
@@ -160,8 +174,10 @@ def _l1_rows(problems, histograms) -> list[dict]:
          "ms per solve": 1e3 * full_s / max(solved, 1), "compared": True},
         {"stage": "L1", "setting": "LP (presolve on)", "solves": solved, "seconds": presolved_s,
          "ms per solve": 1e3 * presolved_s / max(solved, 1), "compared": True},
-        {"stage": "L1", "setting": "MIP (gap 0, zeros out)", "solves": mips, "seconds": mip_s,
+        {"stage": "L1", "setting": "MIP (gap 0, zeros out, lean)", "solves": mips, "seconds": mip_s,
          "ms per solve": 1e3 * mip_s / max(mips, 1)},
+        {"stage": "L1", "setting": "MIP (HiGHS's heuristics)", "solves": mips, "seconds": default_s,
+         "ms per solve": 1e3 * default_s / max(mips, 1), "compared": True, "optima that differ": differ},
     ]  # fmt: skip
 
 
@@ -192,6 +208,7 @@ def solver_settings(preset: str = "state", races: int = 63, epsilon: float = 4.0
 
     data = instances.generate("topdown/synthetic", preset=preset, races=races, seed=seed)
     meas = measure(data, epsilon, rng=seed)
+    warm_up()  # numba's kernels compiled (or loaded) before anything is timed
     result, run_s = _timed(topdown, meas, data.knowledge, data.schema, data.geography)
     problems = run_problems(data, meas, result)
     l2, histograms = _l2_rows(problems)
@@ -225,6 +242,8 @@ def settings_lines(doc: dict) -> list[str]:
                 extra += f"; {row['histogram columns removed']:.0%} of the histogram columns removed"
         elif "LP integral" in row:
             extra = f", vertex integral for {row['LP integral']}"
+        elif "optima that differ" in row:
+            extra = f", {row['optima that differ']} optima differ from the lean MIP's"
         lines.append(
             f"    {row['stage']} {row['setting']:<32} {row['solves']:>5} solves {row['seconds']:7.2f} s "
             f"({row['ms per solve']:.1f} ms a solve{extra})"

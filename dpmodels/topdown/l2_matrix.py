@@ -23,9 +23,10 @@ ACTIVE_SET_MAX_SIZE = 600
 
 
 def matrix_l2_backend(opts) -> str:
-    """The L2 backend of ``l2="auto"`` where the closed form does not apply: the exact active-set
-    method (falling back to Clarabel), except in the pre-issue-25 assembly, which kept Clarabel."""
-    return "clarabel" if opts.assembly == "previous" else "topdown_active_set_l2"
+    """The L2 backend of ``l2="auto"`` where the closed form does not apply: on the matrix path the
+    exact active-set method (falling back to Clarabel), except in the pre-issue-25 assembly, which
+    kept Clarabel; through Pyomo (the reference path) Clarabel."""
+    return "topdown_active_set_l2" if opts.path == "compiled" and opts.assembly != "previous" else "clarabel"
 
 
 def l2_matrix(system, opts, backend: str):

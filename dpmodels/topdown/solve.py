@@ -93,7 +93,7 @@ def _solve_l2(problem: NodeProblem, opts: NodeOptions, edits: bool) -> tuple[np.
             values = None if x is None else x[: system.n_hist].reshape(problem.m, problem.n)
             status = OK.name if x is not None else status
         else:
-            model = build_l2(problem, weights=opts.weights, edits=edits, fingerprint=False)
+            model = build_l2(problem, weights=opts.weights, edits=edits, fingerprint=backend.startswith("topdown_"))
             res = _solve_l2_model(model, backend, opts)
             status = res.termination_condition.name
             values = histogram_values(model) if res.termination_condition == OK else None
@@ -212,7 +212,7 @@ def _round_compiled(problem, hstar, opts, edits):
         y = x[: system.n_hist]
         if integral_vertex(y):
             return low + np.round(y).reshape(low.shape).astype(np.int64), "lp-integral", OK.name, cert
-    x, status, _ = solve_l1_highs(solved, integer=True, time_limit=opts.time_limit)
+    x, status, _ = solve_l1_highs(solved, integer=True, time_limit=opts.time_limit, lean=not certified_only)
     x = expanded(x, keep, system.n)
     if x is None:
         return None, "mip", status, cert
