@@ -30,6 +30,8 @@ import numpy as np
 from scipy.linalg.lapack import dgetrf as getrf
 from scipy.linalg.lapack import dgetrs as getrs
 
+from dpmodels.core.blas import single_threaded_blas
+
 from .active_set_kernels import assemble, read_off
 from .node_solvers import stack_rows
 
@@ -109,20 +111,50 @@ def solve_l2_active_set(
     """
     if not applies(system):
         raise ValueError("the active-set L2 needs a diagonal P >= 0 and no finite upper bounds")
-    n, n_eq = system.n, system.a_eq.shape[0]
-    a = stack_rows([system.a_eq, system.a_ub], n).tocsc()
-    a.sort_indices()
-    b = np.concatenate([system.b_eq, system.b_ub])
-    d, c = system.P.diagonal().astype(np.float64), np.asarray(system.c, dtype=np.float64)
-    bounded = np.isfinite(system.lb)
-    lbz = np.where(bounded, system.lb, 0.0)
-    eps_dual = BAND * tol * (1.0 + float(np.abs(c).max(initial=0.0)))
-    eps_primal = BAND * tol * (1.0 + float(np.abs(b).max(initial=0.0)))
-    active = bounded & ((d == 0) | (-c < lbz * np.where(d > 0, d, 1.0)))  # the unconstrained minimiser below its bound
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    with single_threaded_blas():  # thousands of small LUs: BLAS threads only compete (core/blas.py)
+        return _iterate(system, _Arrays.of(system, tol), max_iter, tol, deadline)
+
+
+@dataclass(frozen=True)
+class _Arrays:
+    """The QP as the kernels read it: ``A`` (equality rows, then ``<=`` rows) in CSC, ``b``, the
+    diagonal ``d``, ``c``, the lower bounds (0 where there is none) and the dead bands."""
+
+    a: object
+    b: np.ndarray
+    d: np.ndarray
+    c: np.ndarray
+    bounded: np.ndarray
+    lbz: np.ndarray
+    n_eq: int
+    eps_dual: float
+    eps_primal: float
+
+    @classmethod
+    def of(cls, system, tol: float) -> _Arrays:
+        a = stack_rows([system.a_eq, system.a_ub], system.n).tocsc()
+        a.sort_indices()
+        b = np.concatenate([system.b_eq, system.b_ub])
+        c = np.asarray(system.c, dtype=np.float64)
+        bounded = np.isfinite(system.lb)
+        return cls(
+            a, b, system.P.diagonal().astype(np.float64), c, bounded, np.where(bounded, system.lb, 0.0),
+            system.a_eq.shape[0], BAND * tol * (1.0 + float(np.abs(c).max(initial=0.0))),
+            BAND * tol * (1.0 + float(np.abs(b).max(initial=0.0))),
+        )  # fmt: skip
+
+    def kernel_args(self) -> tuple:
+        return self.a.indptr, self.a.indices, self.a.data, self.d, self.c, self.lbz
+
+
+def _iterate(system, q: _Arrays, max_iter: int, tol: float, deadline: float | None) -> ActiveSetResult:
+    """The primal-dual active-set iterations from the unconstrained minimiser's active bounds."""
+    d, b, n_eq = q.d, q.b, q.n_eq
+    active = q.bounded & ((d == 0) | (-q.c < q.lbz * np.where(d > 0, d, 1.0)))  # minimiser below its bound
     on = np.arange(len(b)) < n_eq  # the <= rows start off
     seen: set[bytes] = set()
-    arrays = (a.indptr, a.indices, a.data, d, c, lbz)
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    arrays = q.kernel_args()
     for it in range(1, max_iter + 1):
         if deadline is not None and time.perf_counter() > deadline:
             return ActiveSetResult(None, "time_limit", it - 1, None, np.inf)
@@ -136,7 +168,7 @@ def solve_l2_active_set(
         if sol is None:
             return ActiveSetResult(None, "singular", it, None, np.inf)
         z, lam, nu, new_active, new_on, az = read_off(
-            *arrays, bounded, active, row_pos, col_pos, sol, b, n_eq, eps_dual, eps_primal
+            *arrays, q.bounded, active, row_pos, col_pos, sol, b, n_eq, q.eps_dual, q.eps_primal
         )
         if np.array_equal(new_active, active) and np.array_equal(new_on, on):
             return _certified(system, z, lam, nu, active, az, b, n_eq, tol, it)

@@ -25,11 +25,11 @@ Schur complement is summed in one buffer per thread so no two threads write the 
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
-from functools import cache
 
 import numpy as np
 from numba import get_num_threads, njit, prange
+
+from dpmodels.core.blas import single_threaded_blas
 
 __all__ = ["band_cholesky", "band_solve", "band_inverse_sum", "ROWS_PER_STEP"]
 
@@ -38,14 +38,6 @@ ROWS_PER_STEP = 32
 #: Floating-point licence of the solves' inner products: reassociation (so that they vectorise)
 #: and fused multiply-adds, but not fastmath's "no NaN / no inf".
 _REASSOCIATE = {"reassoc", "contract"}
-
-
-@contextmanager
-def _single_threaded_blas():
-    """BLAS on one thread while the outputs' threads call it (two levels of threads measured
-    13 GFMA/s where one thread of BLAS per output thread gives 40)."""
-    with _blas_controller().limit(limits=1, user_api="blas"):
-        yield
 
 
 def _lapack(name: str, n_pointers: int):
@@ -64,21 +56,13 @@ def _lapack(name: str, n_pointers: int):
 _dpbtrf = _lapack("dpbtrf", 6)
 
 
-@cache
-def _blas_controller():
-    """The loaded BLAS libraries, found once (a fresh look costs about 1 ms)."""
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
 def band_cholesky(band: np.ndarray, failed: np.ndarray) -> None:
     """Cholesky factor of every banded block in place (LAPACK ``dpbtrf``, blocked, one block per
     thread); ``failed[k]`` is set for a block that is not positive definite or whose factor is not
     finite (its band is then garbage: the caller retries it).  Measured on K = 100 blocks: 0.044 s
     at N = 2,000, b = 80 (0.15 s for the compiled row-by-row loop it replaced), 0.020 s at N =
     1,000, b = 50 (0.034 s)."""
-    with _single_threaded_blas():
+    with single_threaded_blas():
         _cholesky_blocks(band, failed)
 
 
@@ -232,7 +216,7 @@ def band_inverse_sum(band: np.ndarray, rows_per_step: int = ROWS_PER_STEP) -> np
     K, N, _ = band.shape
     threads = max(1, min(get_num_threads(), K))
     parts = np.zeros((threads, N, N))
-    with _single_threaded_blas():
+    with single_threaded_blas():
         _inverse_sum_parts(band, parts, rows_per_step)
     total = parts[0]
     for extra in parts[1:]:
