@@ -37,11 +37,11 @@ class ActiveSetL2Solver(StructureSolver):
     formulations = frozenset({"topdown.l2"})
     integer_only = False
     honours_time_limit = True  # checked before each active set
-    guarantee = "optimum of the L2 QP, certified by its KKT residuals (within tol)"
+    guarantee = "optimum of the L2 QP, certified by its KKT residuals (primal 1e-7 absolute, dual tol)"
     algorithm = "primal-dual active set, curvature eliminated in closed form (dense LU per iteration)"
     options = (
         Option("max_iter", 30, "active sets tried before giving up", PositiveInt),
-        Option("tol", 1e-9, "bound on the scaled KKT residuals of a certified optimum", PositiveFloat),
+        Option("tol", 1e-9, "bound on the dual KKT residuals of a certified optimum (relative)", PositiveFloat),
     )
 
     @classmethod

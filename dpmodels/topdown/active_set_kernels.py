@@ -4,8 +4,8 @@ One iteration of the primal-dual active-set method assembles a small dense syste
 rows' multipliers and the free columns that have no quadratic term, and then reads the primal
 point, the bound multipliers and the next active set off its solution.  Both steps walk every stored
 entry of the constraint matrix (and, for the system, every pair of entries in a column); in numpy
-they took half of an iteration's time on the block-level solves of the state preset (profiled,
-issue 25), the other half being the LAPACK factorisation, which stays in scipy.
+they took about as long as the factorisation on the block-level solves of the state preset (a
+profile of the numpy prototype, issue 25).  The LAPACK factorisation stays in scipy.
 
 Conventions: the constraint matrix ``A`` (equality rows first, then the ``<=`` rows) is given by its
 CSC arrays; ``row_pos[j]`` is row ``j``'s position in the system (-1: the row is off, an inactive

@@ -82,37 +82,47 @@ def _solve_l2(problem: NodeProblem, opts: NodeOptions, edits: bool) -> tuple[np.
     backend = opts.l2
     if backend == "auto":
         backend = "topdown_tree_l2" if _tree_ok(problem, edits) else matrix_l2_backend(opts)
-    objective = None
-    try:
-        if backend == "topdown_tree_l2":  # the plugin's algorithm on plain data: no Pyomo model needed
-            values = solve_tree_l2(problem, opts.weights, edits)
-            status, objective = OK.name, tree_objective(problem, values, opts.weights)
-        elif backend in ("clarabel", "topdown_active_set_l2") and opts.path == "compiled":
-            system = _builders(opts)[0](problem, opts.weights, edits)
-            x, status, objective, backend = l2_matrix(system, opts, backend)
-            values = None if x is None else x[: system.n_hist].reshape(problem.m, problem.n)
-            status = OK.name if x is not None else status
-        else:
-            model = build_l2(problem, weights=opts.weights, edits=edits, fingerprint=backend.startswith("topdown_"))
-            res = _solve_l2_model(model, backend, opts)
-            status = res.termination_condition.name
-            values = histogram_values(model) if res.termination_condition == OK else None
-            objective = res.incumbent_objective
-    except Exception as err:  # a backend failure is a failed solve, to be escalated
-        status, values = f"error: {type(err).__name__}: {err}"[:200], None
-    if (
-        values is not None
-        and not verify_children(problem, values, integral=False, edits=edits, assembly=opts.assembly).ok
-    ):
+    values, status, objective, method = _l2_attempt(problem, opts, edits, backend)
+    checked = values is not None and _verified(problem, values, edits, opts)
+    if values is not None and not checked and method == "active_set":  # certified, yet the checks refuse it
+        values, status, objective, _ = _l2_attempt(problem, opts, edits, "clarabel")
+        method = "clarabel (active set: checks)"
+        checked = values is not None and _verified(problem, values, edits, opts)
+    if values is not None and not checked:
         status, values = "verification failed", None
     return values, {
         "stage": "L2",
         "edits": edits,
-        "method": backend,
+        "method": method,
         "status": status,
         "objective": objective,
         "seconds": time.perf_counter() - tick,
     }
+
+
+def _l2_attempt(problem: NodeProblem, opts: NodeOptions, edits: bool, backend: str):
+    """One L2 solve by ``backend``: ``(H* or None, status, objective, method)``, unchecked."""
+    objective = None
+    try:
+        if backend == "topdown_tree_l2":  # the plugin's algorithm on plain data: no Pyomo model needed
+            values = solve_tree_l2(problem, opts.weights, edits)
+            return values, OK.name, tree_objective(problem, values, opts.weights), backend
+        if backend in ("clarabel", "topdown_active_set_l2") and opts.path == "compiled":
+            system = _builders(opts)[0](problem, opts.weights, edits)
+            x, status, objective, backend = l2_matrix(system, opts, backend)
+            values = None if x is None else x[: system.n_hist].reshape(problem.m, problem.n)
+            return values, (OK.name if x is not None else status), objective, backend
+        model = build_l2(problem, weights=opts.weights, edits=edits, fingerprint=backend.startswith("topdown_"))
+        res = _solve_l2_model(model, backend, opts)
+        values = histogram_values(model) if res.termination_condition == OK else None
+        return values, res.termination_condition.name, res.incumbent_objective, backend
+    except Exception as err:  # a backend failure is a failed solve, to be escalated
+        return None, f"error: {type(err).__name__}: {err}"[:200], objective, backend
+
+
+def _verified(problem: NodeProblem, values: np.ndarray, edits: bool, opts: NodeOptions) -> bool:
+    """Whether an L2 solution passes the driver's checks (:func:`verify_children`)."""
+    return verify_children(problem, values, integral=False, edits=edits, assembly=opts.assembly).ok
 
 
 def _solve_l2_model(model, backend: str, opts: NodeOptions):

@@ -233,3 +233,35 @@ def test_the_pyomo_path_runs_the_plugin_on_the_model():
     h_matrix, _, _ = fit_l2(problem, NodeOptions(l2="topdown_active_set_l2"))
     assert log[-1]["method"] == "topdown_active_set_l2" and log[-1]["status"] == "convergenceCriteriaSatisfied"
     np.testing.assert_allclose(h_model, h_matrix, atol=1e-9)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 10**6), st.booleans())
+def test_a_certified_solve_at_the_scale_of_a_state_passes_the_driver_checks(seed, edit):
+    """Counts of tens of millions (a whole state's root solve): a certified point is primal feasible
+    within PRIMAL_TOL absolute, so the driver's absolute checks pass (a tolerance relative to the
+    rows' size let cells at -4e-3 through, and the driver refused them)."""
+    from dpmodels.topdown.active_set import PRIMAL_TOL
+    from dpmodels.topdown.verify import verify_children
+
+    small = random_node_problem(seed, 4, 24, flows=False)
+    big = 10**7
+    children = [
+        dataclasses.replace(c, queries=[dataclasses.replace(q, values=q.values * big) for q in c.queries])
+        for c in small.children
+    ]
+    problem = dataclasses.replace(small, parent=small.parent * big, children=children)
+    if edit:
+        coef = np.where(np.arange(24) % 8 == 0, 4.0, np.where(np.arange(24) % 8 == 1, -1.0, 0.0))
+        problem = dataclasses.replace(problem, edits=(Edit("kids per adult", coef),))
+    system = l2_system(problem)
+    reduced, keep = without_forced_zeros(system)
+    result = solve_l2_active_set(reduced)
+    if result.status != "optimal":
+        return
+    x = expanded(result.x, keep, system.n)
+    assert x[: system.n_hist].min() >= -PRIMAL_TOL
+    hist = x[: system.n_hist].reshape(problem.m, problem.n)
+    assert verify_children(problem, hist, integral=False, edits=edit).ok
+    h, _, log = fit_l2(problem, NodeOptions())
+    assert h is not None and log[-1]["status"] == "convergenceCriteriaSatisfied"
