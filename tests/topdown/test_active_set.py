@@ -265,3 +265,22 @@ def test_a_certified_solve_at_the_scale_of_a_state_passes_the_driver_checks(seed
     assert verify_children(problem, hist, integral=False, edits=edit).ok
     h, _, log = fit_l2(problem, NodeOptions())
     assert h is not None and log[-1]["status"] == "convergenceCriteriaSatisfied"
+
+
+def test_a_certified_point_the_checks_refuse_goes_to_clarabel(monkeypatch):
+    """The driver's own checks have the last word: were they to refuse a certified point (never
+    seen since the absolute primal tolerance), Clarabel solves the QP again and the log says so."""
+    import dpmodels.topdown.solve as solve_module
+
+    problem = node_problem(11, 5, 32, True)
+    checks = solve_module._verified
+    calls = []
+
+    def refuse_first(*args, **kwargs):
+        calls.append(1)
+        return len(calls) > 1 and checks(*args, **kwargs)
+
+    monkeypatch.setattr(solve_module, "_verified", refuse_first)
+    h, _, log = fit_l2(problem, NodeOptions())
+    assert log[0]["method"] == "clarabel (active set: checks)" and log[0]["status"] == "convergenceCriteriaSatisfied"
+    np.testing.assert_allclose(h, fit_l2(problem, NodeOptions(l2="clarabel"))[0], atol=1e-12)
