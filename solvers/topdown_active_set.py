@@ -77,13 +77,12 @@ def model_values(problem, x, n_hist: int, layout: dict) -> dict:
         values["GQ"] = np.array([hist[t, types == g].sum() for t, g in layout["GQ"]])
         values["F"] = flows
         values["CB"] = np.array([combo.get(k, 0.0) for k in layout["CB"]])
-    children = problem.children
-    values["resid"] = np.array(
-        [
-            children[t].queries[q].matrix.getrow(r) @ hist[t] - children[t].queries[q].values[r]
-            for t, q, r in layout["resid"]
-        ]
-    ).ravel()
+    residuals: dict = {}  # (child, query) -> that query's residual rows, each computed once
+    for t, q, _ in layout["resid"]:
+        if (t, q) not in residuals:
+            query = problem.children[t].queries[q]
+            residuals[t, q] = query.matrix @ hist[t] - query.values
+    values["resid"] = np.array([residuals[t, q][r] for t, q, r in layout["resid"]])
     return values
 
 

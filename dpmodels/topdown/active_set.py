@@ -90,8 +90,9 @@ def applies(system) -> bool:
     p = system.P
     if p is None or np.isfinite(system.ub).any():
         return False
-    coo = p.tocoo()
-    return bool(np.all(coo.row == coo.col)) and bool(np.all(p.diagonal() >= 0))
+    p = p.tocsc()  # a no-op for the builders' diagonal (node_solvers.diagonal)
+    diagonal_only = np.array_equal(p.indices, np.repeat(np.arange(p.shape[1]), np.diff(p.indptr)))
+    return diagonal_only and bool(np.all(p.data >= 0))
 
 
 def solve_l2_active_set(
@@ -120,13 +121,13 @@ def solve_l2_active_set(
         raise ValueError("the active-set L2 needs a diagonal P >= 0 and no finite upper bounds")
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     with single_threaded_blas():  # thousands of small LUs: BLAS threads only compete (core/blas.py)
-        return _iterate(system, _Arrays.of(system, tol), max_iter, tol, deadline)
+        return _iterate(system, _Arrays.of(system, tol), max_iter, deadline)
 
 
 @dataclass(frozen=True)
 class _Arrays:
     """The QP as the kernels read it: ``A`` (equality rows, then ``<=`` rows) in CSC, ``b``, the
-    diagonal ``d``, ``c``, the lower bounds (0 where there is none) and the dead bands."""
+    diagonal ``d``, ``c``, the lower bounds (0 where there is none), the dual scale and ``tol``."""
 
     a: object
     b: np.ndarray
@@ -135,8 +136,18 @@ class _Arrays:
     bounded: np.ndarray
     lbz: np.ndarray
     n_eq: int
-    eps_dual: float
-    eps_primal: float
+    dual_scale: float  # 1 + max|c|: the dual residuals' scale
+    tol: float
+
+    @property
+    def eps_dual(self) -> float:
+        """The active-set rule's dead band on multipliers."""
+        return BAND * self.tol * self.dual_scale
+
+    @property
+    def eps_primal(self) -> float:
+        """The active-set rule's dead band on bounds and rows (absolute, as :data:`PRIMAL_TOL`)."""
+        return BAND * PRIMAL_TOL
 
     @classmethod
     def of(cls, system, tol: float) -> _Arrays:
@@ -147,14 +158,14 @@ class _Arrays:
         bounded = np.isfinite(system.lb)
         return cls(
             a, b, system.P.diagonal().astype(np.float64), c, bounded, np.where(bounded, system.lb, 0.0),
-            system.a_eq.shape[0], BAND * tol * (1.0 + float(np.abs(c).max(initial=0.0))), BAND * PRIMAL_TOL,
+            system.a_eq.shape[0], 1.0 + float(np.abs(c).max(initial=0.0)), tol,
         )  # fmt: skip
 
     def kernel_args(self) -> tuple:
         return self.a.indptr, self.a.indices, self.a.data, self.d, self.c, self.lbz
 
 
-def _iterate(system, q: _Arrays, max_iter: int, tol: float, deadline: float | None) -> ActiveSetResult:
+def _iterate(system, q: _Arrays, max_iter: int, deadline: float | None) -> ActiveSetResult:
     """The primal-dual active-set iterations from the unconstrained minimiser's active bounds."""
     d, b, n_eq = q.d, q.b, q.n_eq
     active = q.bounded & ((d == 0) | (-q.c < q.lbz * np.where(d > 0, d, 1.0)))  # minimiser below its bound
@@ -177,7 +188,7 @@ def _iterate(system, q: _Arrays, max_iter: int, tol: float, deadline: float | No
             *arrays, q.bounded, active, row_pos, col_pos, sol, b, n_eq, q.eps_dual, q.eps_primal
         )
         if np.array_equal(new_active, active) and np.array_equal(new_on, on):
-            return _certified(system, z, lam, nu, active, az, b, n_eq, tol, it)
+            return _certified(system, q, z, lam, nu, active, az, it)
         key = new_active.tobytes() + new_on.tobytes()
         if key in seen:
             return ActiveSetResult(None, "cycle", it, None, np.inf)
@@ -203,13 +214,12 @@ def _solve(k: np.ndarray, r: np.ndarray, shifts: np.ndarray) -> np.ndarray | Non
     return sol if np.all(np.isfinite(sol)) else None
 
 
-def _certified(system, z, lam, nu, active, az, b, n_eq, tol, iterations) -> ActiveSetResult:
+def _certified(system, q: _Arrays, z, lam, nu, active, az, iterations) -> ActiveSetResult:
     """The fixed point ``z``, called optimal when its KKT residuals are within their bounds: primal
     (equality rows, ``<=`` rows, bounds) within :data:`PRIMAL_TOL` absolute, stationarity on the free
     columns and the signs of the active bounds' and ``<=`` rows' multipliers within ``tol`` relative to
     ``1 + max|c|``, complementarity within their product."""
-    dual_scale = 1.0 + float(np.abs(system.c).max(initial=0.0))
-    bounded = np.isfinite(system.lb)
+    b, n_eq, bounded = q.b, q.n_eq, q.bounded
     primal = max(
         float(np.abs(az[:n_eq] - b[:n_eq]).max(initial=0.0)),
         float((az[n_eq:] - b[n_eq:]).max(initial=0.0)),
@@ -221,7 +231,7 @@ def _certified(system, z, lam, nu, active, az, b, n_eq, tol, iterations) -> Acti
         float((-lam[n_eq:]).max(initial=0.0)),
     )
     complementarity = float(np.abs(lam[n_eq:] * (b[n_eq:] - az[n_eq:])).max(initial=0.0))
-    residual = max(primal / PRIMAL_TOL, dual / (tol * dual_scale), complementarity / (PRIMAL_TOL * dual_scale))
+    residual = max(primal / PRIMAL_TOL, dual / (q.tol * q.dual_scale), complementarity / (PRIMAL_TOL * q.dual_scale))
     if residual > 1.0:
         return ActiveSetResult(None, "kkt residual", iterations, None, residual)
     objective = float(0.5 * z @ (system.P @ z) + system.c @ z + system.c0)
@@ -235,9 +245,8 @@ def warm_up() -> None:
 
     from .compiled import LinearSystem
 
-    two = np.ones(2)
     system = LinearSystem(
-        sp.diags(2 * two, format="csc"), np.array([-2.0, 0.0]), 0.0, sp.csr_matrix(np.ones((1, 2))), np.ones(1),
+        sp.diags([2.0, 2.0], format="csc"), np.array([-2.0, 0.0]), 0.0, sp.csr_matrix(np.ones((1, 2))), np.ones(1),
         sp.csr_matrix((0, 2)), np.zeros(0), np.zeros(2), np.full(2, np.inf), 2,
     )  # fmt: skip
     solve_l2_active_set(system)

@@ -20,7 +20,7 @@ from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondi
 
 import dpmodels
 from dpmodels.core.highs import new_highs
-from dpmodels.topdown.active_set import _certified, applies, solve_l2_active_set
+from dpmodels.topdown.active_set import _Arrays, _certified, applies, solve_l2_active_set
 from dpmodels.topdown.bench import random_node_problem
 from dpmodels.topdown.compiled import LinearSystem, l2_system, solve_l2_clarabel
 from dpmodels.topdown.forced_zeros import expanded, without_forced_zeros
@@ -201,16 +201,15 @@ def test_the_certificate_refuses_a_point_that_is_not_a_kkt_point():
     z = result.x
     b = np.concatenate([system.b_eq, system.b_ub])
     az = np.concatenate([system.a_eq @ z, system.a_ub @ z])
-    n_eq = system.a_eq.shape[0]
     active = np.isfinite(system.lb) & (z == system.lb)
     lam = np.zeros(len(b))
     nu = system.P @ z + system.c  # stationarity does not hold with these multipliers
-    assert _certified(system, z, lam, nu, active, az, b, n_eq, 1e-9, 1).status == "kkt residual"
+    q = _Arrays.of(system, 1e-9)
+    assert _certified(system, q, z, lam, nu, active, az, 1).status == "kkt residual"
     moved = z + 0.5
     az_moved = np.concatenate([system.a_eq @ moved, system.a_ub @ moved])
-    assert _certified(
-        system, moved, lam, np.zeros_like(z), np.zeros_like(active), az_moved, b, n_eq, 1e-9, 1
-    ).status == ("kkt residual")
+    refused = _certified(system, q, moved, lam, np.zeros_like(z), np.zeros_like(active), az_moved, 1)
+    assert refused.status == "kkt residual"
 
 
 def test_the_driver_solves_with_it_and_says_so():
@@ -239,8 +238,9 @@ def test_the_pyomo_path_runs_the_plugin_on_the_model():
 @given(st.integers(0, 10**6), st.booleans())
 def test_a_certified_solve_at_the_scale_of_a_state_passes_the_driver_checks(seed, edit):
     """Counts of tens of millions (a whole state's root solve): a certified point is primal feasible
-    within PRIMAL_TOL absolute, so the driver's absolute checks pass (a tolerance relative to the
-    rows' size let cells at -4e-3 through, and the driver refused them)."""
+    within PRIMAL_TOL absolute, so the driver's absolute checks pass, and the certificate refuses a
+    point with a cell at -1e-3 (a tolerance relative to the rows' size let cells at -4e-3 through on
+    the whole largest state's root, and the driver refused them)."""
     from dpmodels.topdown.active_set import PRIMAL_TOL
     from dpmodels.topdown.verify import verify_children
 
@@ -259,6 +259,14 @@ def test_a_certified_solve_at_the_scale_of_a_state_passes_the_driver_checks(seed
     result = solve_l2_active_set(reduced)
     if result.status != "optimal":
         return
+    q = _Arrays.of(reduced, 1e-9)
+    off = result.x.copy()
+    at_bound = np.flatnonzero(np.isfinite(reduced.lb) & (result.x <= reduced.lb + PRIMAL_TOL))
+    off[at_bound[0]] -= 1e-3  # a column at its bound pushed 1e-3 below it
+    az = np.concatenate([reduced.a_eq @ off, reduced.a_ub @ off])
+    no_dual = np.zeros(reduced.n)  # dual residuals all 0: only the primal check can refuse the point
+    refused = _certified(reduced, q, off, np.zeros(len(q.b)), no_dual, np.zeros(reduced.n, bool), az, 1)
+    assert refused.status == "kkt residual"
     x = expanded(result.x, keep, system.n)
     assert x[: system.n_hist].min() >= -PRIMAL_TOL
     hist = x[: system.n_hist].reshape(problem.m, problem.n)
